@@ -1,0 +1,13 @@
+// name: export_facts
+// purpose: a user's facts with embeddings, provenance, confirmations and replacements, for export.
+// parameters: $user_id (string)
+// example: :param user_id => "alice"
+MATCH (f:Fact {user_id: $user_id})
+RETURN f {.id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .valid_to, .recorded_at,
+          .session_id, .embedding} AS fact,
+       [(f)-[:FROM]->(m:Message) | m.id] AS source_message_ids,
+       [(f)-[c:CONFIRMED_IN]->(s:Session) | {session_id: s.id, at: c.at}] AS confirmations,
+       [(f)-[r:SUPERSEDES|EXPIRES]->(old:Fact) |
+         {relation: CASE type(r) WHEN 'SUPERSEDES' THEN 'supersedes' ELSE 'expires' END,
+          old_fact_id: old.id, session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason}] AS replacements
+ORDER BY f.id

@@ -1,0 +1,8 @@
+// name: export_sessions
+// purpose: a user's sessions and their messages (redacted ones without text), for export.
+// parameters: $user_id (string)
+// example: :param user_id => "alice"
+MATCH (:User {id: $user_id})-[:HAD]->(s:Session)
+RETURN s.id AS id, s.date AS date,
+       [(s)-[:CONTAINS]->(m:Message) | m {.id, .session_id, .index, .role, .text, .redacted}] AS messages
+ORDER BY id

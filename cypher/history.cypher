@@ -1,0 +1,13 @@
+// name: history
+// purpose: every fact of a user (current, retired, expired), oldest first, with what replaced it and why.
+// parameters: $user_id (string)
+// example: :param user_id => "alice"
+MATCH (f:Fact {user_id: $user_id})
+RETURN f {.id, .user_id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .valid_to,
+          .recorded_at, .session_id} AS fact,
+       [(f)-[:CONFIRMED_IN]->(s:Session) | s.id] AS confirmed_in,
+       [(newer:Fact)-[r:SUPERSEDES|EXPIRES]->(f) |
+         {relation: CASE type(r) WHEN 'SUPERSEDES' THEN 'supersedes' ELSE 'expires' END,
+          fact_id: newer.id, fact_text: newer.text, session_id: r.session_id, at: r.at,
+          stage: r.stage, reason: r.reason}] AS replaced_by
+ORDER BY f.valid_from, f.recorded_at, f.id

@@ -1,0 +1,24 @@
+// name: import_links
+// purpose: recreate CONFIRMED_IN, SUPERSEDES and EXPIRES edges of a user from an export.
+// parameters: $user_id (string), $confirmations (list of {fact_id, session_id, at}),
+//             $replacements (list of {relation, new_fact_id, old_fact_id, session_id, at, stage, reason})
+// example: see tests/test_store_contract.py (export/import round trip)
+CALL {
+  UNWIND $confirmations AS c
+  MATCH (f:Fact {id: c.fact_id, user_id: $user_id})
+  MATCH (s:Session {user_id: $user_id, id: c.session_id})
+  CREATE (f)-[:CONFIRMED_IN {at: c.at}]->(s)
+}
+CALL {
+  UNWIND [r IN $replacements WHERE r.relation = 'supersedes'] AS r
+  MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
+  MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
+  CREATE (new)-[:SUPERSEDES {session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason}]->(old)
+}
+CALL {
+  UNWIND [r IN $replacements WHERE r.relation = 'expires'] AS r
+  MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
+  MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
+  CREATE (new)-[:EXPIRES {session_id: r.session_id, at: r.at}]->(old)
+}
+RETURN true AS done

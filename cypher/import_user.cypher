@@ -1,0 +1,14 @@
+// name: import_user
+// purpose: recreate a user's sessions and messages from an export (facts follow in import_facts).
+// parameters: $user_id (string), $sessions (list of {id, date}), $messages (list of {id, session_id, index, role, text, redacted})
+// example: see tests/test_store_contract.py (export/import round trip)
+CREATE (u:User {id: $user_id})
+WITH u
+UNWIND $sessions AS session
+CREATE (s:Session {id: session.id, user_id: $user_id, date: session.date})
+CREATE (u)-[:HAD]->(s)
+WITH u, s, session
+UNWIND [message IN $messages WHERE message.session_id = session.id] AS message
+CREATE (m:Message {id: message.id, user_id: $user_id, session_id: message.session_id, index: message.index,
+                   role: message.role, text: message.text, redacted: message.redacted})
+CREATE (s)-[:CONTAINS]->(m)

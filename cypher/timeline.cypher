@@ -1,0 +1,21 @@
+// name: timeline
+// purpose: a user's history as events in date order: added, confirmed, expired, retired (with cause).
+// parameters: $user_id (string)
+// example: :param user_id => "alice"
+CALL {
+  MATCH (f:Fact {user_id: $user_id})
+  RETURN f.valid_from AS at, 'added' AS kind, f.session_id AS session_id, f, null AS cause, null AS link
+  UNION ALL
+  MATCH (f:Fact {user_id: $user_id})-[c:CONFIRMED_IN]->(s:Session)
+  RETURN c.at AS at, 'confirmed' AS kind, s.id AS session_id, f, null AS cause, null AS link
+  UNION ALL
+  MATCH (cause:Fact)-[r:SUPERSEDES]->(f:Fact {user_id: $user_id})
+  RETURN r.at AS at, 'retired' AS kind, r.session_id AS session_id, f, cause, r AS link
+  UNION ALL
+  MATCH (cause:Fact)-[r:EXPIRES]->(f:Fact {user_id: $user_id})
+  RETURN r.at AS at, 'expired' AS kind, r.session_id AS session_id, f, cause, r AS link
+}
+RETURN at, kind, session_id, f.id AS fact_id, f.text AS fact_text, f.topic AS topic, f.inferred AS inferred,
+       cause.id AS cause_fact_id, cause.text AS cause_fact_text, link.stage AS stage, link.reason AS reason
+ORDER BY at, CASE kind WHEN 'added' THEN 0 WHEN 'confirmed' THEN 1 WHEN 'expired' THEN 2 ELSE 3 END,
+         session_id, fact_id

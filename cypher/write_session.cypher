@@ -1,0 +1,13 @@
+// name: write_session
+// purpose: create a session and its verbatim user messages.
+// parameters: $user_id, $session_id (strings), $date (date), $messages (list of {id, index, role, text})
+// example: :param user_id => "alice"; :param session_id => "s-1"; :param date => date("2024-02-01");
+//          :param messages => [{id: "m-1", index: 0, role: "user", text: "I've been in Portland for years"}]
+MATCH (u:User {id: $user_id})
+CREATE (s:Session {id: $session_id, user_id: $user_id, date: $date})
+CREATE (u)-[:HAD]->(s)
+WITH s
+UNWIND $messages AS message
+CREATE (m:Message {id: message.id, user_id: $user_id, session_id: $session_id, index: message.index,
+                   role: message.role, text: message.text, redacted: false})
+CREATE (s)-[:CONTAINS]->(m)

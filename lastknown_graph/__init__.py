@@ -1,0 +1,49 @@
+"""lastknown_graph: long-term memory for LLM assistants that notices when what it remembers stops being true."""
+
+from lastknown_graph.errors import (
+    CorruptStoreFileError,
+    InvalidInputError,
+    LastknownError,
+    SchemaMismatchError,
+    StaleStateError,
+    StoreError,
+    StoreUnavailableError,
+    UnknownUserError,
+    UserExistsError,
+)
+from lastknown_graph.models import (
+    Fact,
+    FactKind,
+    FactStatus,
+    HistoryEntry,
+    ScoredFact,
+    SessionWrite,
+    TimelineEvent,
+    UserExport,
+)
+from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CorruptStoreFileError",
+    "EmbeddedStore",
+    "Fact",
+    "FactKind",
+    "FactStatus",
+    "HistoryEntry",
+    "InvalidInputError",
+    "LastknownError",
+    "Neo4jStore",
+    "SchemaMismatchError",
+    "ScoredFact",
+    "SessionWrite",
+    "StaleStateError",
+    "Store",
+    "StoreError",
+    "StoreUnavailableError",
+    "TimelineEvent",
+    "UnknownUserError",
+    "UserExistsError",
+    "UserExport",
+]

@@ -1,0 +1,46 @@
+"""Typed errors. Every failure a caller can act on has its own class.
+
+All inherit from :class:`LastknownError`, so ``except LastknownError`` catches
+everything this library raises on purpose.
+"""
+
+from __future__ import annotations
+
+
+class LastknownError(Exception):
+    """Base class of every error raised on purpose by lastknown_graph."""
+
+
+class InvalidInputError(LastknownError, ValueError):
+    """An argument of a public function is malformed; nothing was changed."""
+
+
+class StoreError(LastknownError):
+    """The store failed; the stored memory is as it was before the call."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store could not be reached (after retries where they apply)."""
+
+
+class SchemaMismatchError(StoreError):
+    """The stored schema (version or embedding dimension) differs from what the code expects."""
+
+
+class CorruptStoreFileError(StoreError):
+    """The embedded store's file exists but cannot be read; it is left untouched."""
+
+
+class StaleStateError(StoreError):
+    """A write assumed a fact was current, but it no longer is (another write got there first).
+
+    Nothing was written; recompute the change against the new state and try again.
+    """
+
+
+class UnknownUserError(StoreError):
+    """The user has no memory in this store."""
+
+
+class UserExistsError(StoreError):
+    """An import targets a user that already has memory in this store."""

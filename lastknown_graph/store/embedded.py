@@ -1,0 +1,603 @@
+"""EmbeddedStore: the store contract on a networkx graph persisted atomically to one JSON file.
+
+For a first run and for one-user apps: no server. Each write is applied to a copy of
+the graph, the copy is written to a temporary file, fsynced and renamed over the old
+file, and only then becomes the live graph, so a crash at any point leaves either the
+old or the new file, never a torn one. An advisory file lock serialises writers across
+processes; a reader reloads when another process has replaced the file.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import numpy.typing as npt
+
+from lastknown_graph.errors import (
+    CorruptStoreFileError,
+    SchemaMismatchError,
+    StaleStateError,
+    StoreError,
+    UnknownUserError,
+    UserExistsError,
+)
+from lastknown_graph.models import (
+    DeletionReport,
+    ExportedConfirmation,
+    ExportedFact,
+    ExportedMessage,
+    ExportedReplacement,
+    ExportedSession,
+    Fact,
+    FactStatus,
+    HistoryEntry,
+    ReplacementLink,
+    ScoredFact,
+    SessionWrite,
+    TimelineEvent,
+    TimelineEventKind,
+    UserExport,
+    WriteOutcome,
+)
+from lastknown_graph.store.protocol import CURRENT_ONLY
+from lastknown_graph.store.records import (
+    best_first,
+    check_k,
+    check_query_embedding,
+    fact_from_map,
+    in_timeline_order,
+    most_recent_first,
+    oldest_first,
+)
+from lastknown_graph.validation import check_identifier
+
+FILE_FORMAT = "lastknown_graph.embedded"
+FILE_VERSION = 1
+
+FloatVector = npt.NDArray[np.float32]
+
+_DAY_ATTRS = frozenset({"date", "valid_from", "valid_to", "at"})
+_MOMENT_ATTRS = frozenset({"recorded_at"})
+
+
+def _user_key(user_id: str) -> str:
+    return f"user\x1f{user_id}"
+
+
+def _session_key(user_id: str, session_id: str) -> str:
+    # Session ids are chosen by callers and unique per user only; \x1f cannot occur in an id.
+    return f"session\x1f{user_id}\x1f{session_id}"
+
+
+def _message_key(message_id: str) -> str:
+    return f"message\x1f{message_id}"
+
+
+def _fact_key(fact_id: str) -> str:
+    return f"fact\x1f{fact_id}"
+
+
+def _encode_vector(vector: FloatVector) -> str:
+    return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+
+
+def _decode_vector(text: str) -> FloatVector:
+    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+
+
+def _encode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    encoded: dict[str, Any] = {}
+    for name, value in attrs.items():
+        if name == "embedding":
+            encoded[name] = _encode_vector(value)
+        elif isinstance(value, (date, datetime)):
+            encoded[name] = value.isoformat()
+        else:
+            encoded[name] = value
+    return encoded
+
+
+def _decode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    decoded: dict[str, Any] = {}
+    for name, value in attrs.items():
+        if name == "embedding":
+            decoded[name] = _decode_vector(value)
+        elif name in _DAY_ATTRS and value is not None:
+            decoded[name] = date.fromisoformat(value)
+        elif name in _MOMENT_ATTRS and value is not None:
+            decoded[name] = datetime.fromisoformat(value)
+        else:
+            decoded[name] = value
+    return decoded
+
+
+class EmbeddedStore:
+    """The store contract without a server. ``path=None`` keeps everything in memory only."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        self._path = Path(path) if path is not None else None
+        self._graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self._dimension: int | None = None
+        self._loaded_signature: tuple[int, int, int] | None = None
+        self._thread_lock = threading.RLock()
+        if self._path is not None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            with self._locked(exclusive=False):
+                pass
+
+    # ------------------------------------------------------------------ files and locking
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @contextmanager
+    def _locked(self, exclusive: bool) -> Iterator[None]:
+        with self._thread_lock:
+            if self._path is None:
+                yield
+                return
+            lock_path = self._path.with_name(self._path.name + ".lock")
+            with open(lock_path, "a+b") as lock_file:
+                fcntl.flock(lock_file, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                try:
+                    self._reload_if_changed()
+                    yield
+                finally:
+                    fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+    def _file_signature(self) -> tuple[int, int, int] | None:
+        assert self._path is not None
+        try:
+            stat = self._path.stat()
+        except FileNotFoundError:
+            return None
+        return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+    def _reload_if_changed(self) -> None:
+        signature = self._file_signature()
+        if signature == self._loaded_signature:
+            return
+        if signature is None:
+            self._graph, self._dimension = nx.MultiDiGraph(), None
+        else:
+            self._graph, self._dimension = self._read_file()
+        self._loaded_signature = signature
+
+    def _read_file(self) -> tuple[nx.MultiDiGraph, int | None]:
+        assert self._path is not None
+        try:
+            document = json.loads(self._path.read_bytes())
+            if document.get("format") != FILE_FORMAT:
+                raise ValueError(f"format is {document.get('format')!r}, expected {FILE_FORMAT!r}")
+            if document.get("version") != FILE_VERSION:
+                raise SchemaMismatchError(
+                    f"{self._path} has file version {document.get('version')!r}; this code reads {FILE_VERSION}"
+                )
+            graph = nx.MultiDiGraph()
+            for node in document["nodes"]:
+                graph.add_node(node["key"], **_decode_attrs(node["attrs"]))
+            for edge in document["edges"]:
+                graph.add_edge(edge["source"], edge["target"], key=edge["type"], **_decode_attrs(edge["attrs"]))
+            dimension = document.get("embedding_dimension")
+        except SchemaMismatchError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptStoreFileError(
+                f"{self._path} is not a readable lastknown_graph store ({exc}); it was left untouched. "
+                "Restore it from a backup or move it away to start an empty store."
+            ) from exc
+        return graph, dimension
+
+    def _persist(self, graph: nx.MultiDiGraph, dimension: int | None) -> None:
+        if self._path is None:
+            return
+        document = {
+            "format": FILE_FORMAT,
+            "version": FILE_VERSION,
+            "embedding_dimension": dimension,
+            "nodes": [{"key": key, "attrs": _encode_attrs(attrs)} for key, attrs in graph.nodes(data=True)],
+            "edges": [
+                {"source": s, "target": t, "type": k, "attrs": _encode_attrs(attrs)}
+                for s, t, k, attrs in graph.edges(keys=True, data=True)
+            ],
+        }
+        payload = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        directory = self._path.parent
+        fd, temp_name = tempfile.mkstemp(prefix=self._path.name + ".", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as temp_file:
+                temp_file.write(payload)
+                temp_file.flush()
+                os.fsync(temp_file.fileno())
+            os.replace(temp_name, self._path)
+        except BaseException:
+            Path(temp_name).unlink(missing_ok=True)
+            raise
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        self._loaded_signature = self._file_signature()
+
+    @contextmanager
+    def _writing(self) -> Iterator[nx.MultiDiGraph]:
+        """Yield a copy of the graph; it becomes the live graph only once it is safely on disk."""
+        with self._locked(exclusive=True):
+            draft = self._graph.copy()
+            yield draft
+            try:
+                self._persist(draft, self._dimension)
+            except OSError as exc:
+                raise StoreError(f"could not save {self._path}: {exc}; the file is unchanged") from exc
+            self._graph = draft
+
+    # ------------------------------------------------------------------ schema
+
+    def ensure_schema(self, embedding_dimension: int) -> None:
+        if embedding_dimension < 1:
+            raise ValueError(f"embedding dimension must be positive, got {embedding_dimension}")
+        with self._locked(exclusive=True):
+            if self._dimension is None:
+                self._dimension = embedding_dimension
+                self._persist(self._graph, self._dimension)
+            elif self._dimension != embedding_dimension:
+                raise SchemaMismatchError(
+                    f"the store holds {self._dimension}-dimensional embeddings but the embedder gives "
+                    f"{embedding_dimension}; use the embedder the memory was built with, or re-embed into a new store"
+                )
+
+    def embedding_dimension(self) -> int | None:
+        with self._locked(exclusive=False):
+            return self._dimension
+
+    def _require_dimension(self, dimension: int | None) -> None:
+        if dimension is not None and self._dimension is not None and dimension != self._dimension:
+            raise SchemaMismatchError(
+                f"embeddings have {dimension} dimensions, the store holds {self._dimension}"
+            )
+
+    # ------------------------------------------------------------------ writes
+
+    def apply(self, change: SessionWrite) -> WriteOutcome:
+        self._require_dimension(change.embedding_dimension)
+        user_id, session = change.user_id, change.session
+        with self._writing() as graph:
+            session_key = _session_key(user_id, session.id)
+            if session_key in graph:
+                return WriteOutcome(applied=False, already_written=True)
+            touched = [c.fact_id for c in change.confirmations]
+            touched += [r.old_fact_id for r in change.retirements]
+            touched += [e.old_fact_id for e in change.expiries]
+            for fact_id in touched:
+                node = graph.nodes.get(_fact_key(fact_id))
+                if node is None or node["user_id"] != user_id or node["status"] != FactStatus.CURRENT:
+                    raise StaleStateError(f"fact {fact_id!r} is not a current fact of user {user_id!r}")
+            for new_fact in change.new_facts:
+                if _fact_key(new_fact.id) in graph:
+                    raise StoreError(f"fact id {new_fact.id!r} is already used")
+            for message in change.messages:
+                if _message_key(message.id) in graph:
+                    raise StoreError(f"message id {message.id!r} is already used")
+
+            user_key = _user_key(user_id)
+            if user_key not in graph:
+                graph.add_node(user_key, label="User", id=user_id)
+            graph.add_node(session_key, label="Session", id=session.id, user_id=user_id, date=session.date)
+            graph.add_edge(user_key, session_key, key="HAD")
+            for message in change.messages:
+                key = _message_key(message.id)
+                graph.add_node(
+                    key, label="Message", id=message.id, user_id=user_id, session_id=session.id,
+                    index=message.index, role=str(message.role), text=message.text, redacted=False,
+                )
+                graph.add_edge(session_key, key, key="CONTAINS")
+            for new_fact in change.new_facts:
+                key = _fact_key(new_fact.id)
+                graph.add_node(
+                    key, label="Fact", id=new_fact.id, user_id=user_id, text=new_fact.text,
+                    topic=new_fact.topic, domain=new_fact.domain, inferred=new_fact.inferred,
+                    kind=str(new_fact.kind), status=str(FactStatus.CURRENT), valid_from=session.date,
+                    valid_to=None, recorded_at=change.recorded_at, session_id=session.id,
+                    embedding=np.asarray(new_fact.embedding, dtype=np.float32),
+                )
+                graph.add_edge(user_key, key, key="KNOWS")
+                for message_id in new_fact.source_message_ids:
+                    graph.add_edge(key, _message_key(message_id), key="FROM")
+            for confirmation in change.confirmations:
+                key = _fact_key(confirmation.fact_id)
+                graph.add_edge(key, session_key, key="CONFIRMED_IN", at=session.date)
+                for message_id in confirmation.source_message_ids:
+                    graph.add_edge(key, _message_key(message_id), key="FROM")
+            for retirement in change.retirements:
+                old_key = _fact_key(retirement.old_fact_id)
+                graph.nodes[old_key].update(status=str(FactStatus.RETIRED), valid_to=session.date)
+                graph.add_edge(
+                    _fact_key(retirement.new_fact_id), old_key, key="SUPERSEDES", session_id=session.id,
+                    at=session.date, stage=retirement.stage, reason=retirement.reason,
+                )
+            for expiry in change.expiries:
+                old_key = _fact_key(expiry.old_fact_id)
+                graph.nodes[old_key].update(status=str(FactStatus.EXPIRED), valid_to=session.date)
+                graph.add_edge(
+                    _fact_key(expiry.new_fact_id), old_key, key="EXPIRES", session_id=session.id,
+                    at=session.date, stage=None, reason=None,
+                )
+        return WriteOutcome(applied=True, already_written=False)
+
+    def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
+        check_identifier(user_id)
+        wanted = {check_identifier(f) for f in fact_ids}
+        with self._writing() as graph:
+            keys = [k for k in self._user_fact_keys(graph, user_id) if graph.nodes[k]["id"] in wanted]
+            redacted: set[str] = set()
+            for key in keys:
+                for _, message_key, edge_type in list(graph.out_edges(key, keys=True)):
+                    if edge_type == "FROM":
+                        message = graph.nodes[message_key]
+                        message.update(text=None, redacted=True)
+                        redacted.add(message["id"])
+            deleted = sorted(graph.nodes[k]["id"] for k in keys)
+            graph.remove_nodes_from(keys)
+        return DeletionReport(deleted_fact_ids=tuple(deleted), redacted_message_ids=tuple(sorted(redacted)))
+
+    def delete_user(self, user_id: str) -> bool:
+        check_identifier(user_id)
+        with self._writing() as graph:
+            user_key = _user_key(user_id)
+            if user_key not in graph:
+                return False
+            doomed = [user_key]
+            for _, child, edge_type in graph.out_edges(user_key, keys=True):
+                doomed.append(child)
+                if edge_type == "HAD":
+                    doomed.extend(m for _, m, t in graph.out_edges(child, keys=True) if t == "CONTAINS")
+            graph.remove_nodes_from(doomed)
+        return True
+
+    def import_user(self, export: UserExport) -> None:
+        dimensions = {len(f.embedding) for f in export.facts}
+        self._require_dimension(dimensions.pop() if dimensions else None)
+        user_id = export.user_id
+        with self._writing() as graph:
+            user_key = _user_key(user_id)
+            if user_key in graph:
+                raise UserExistsError(f"user {user_id!r} already has memory in this store")
+            for fact in export.facts:
+                if _fact_key(fact.id) in graph:
+                    raise StoreError(f"fact id {fact.id!r} is already used")
+            for message in export.messages:
+                if _message_key(message.id) in graph:
+                    raise StoreError(f"message id {message.id!r} is already used")
+            graph.add_node(user_key, label="User", id=user_id)
+            for session in export.sessions:
+                key = _session_key(user_id, session.id)
+                graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date)
+                graph.add_edge(user_key, key, key="HAD")
+            for message in export.messages:
+                key = _message_key(message.id)
+                graph.add_node(
+                    key, label="Message", id=message.id, user_id=user_id, session_id=message.session_id,
+                    index=message.index, role=str(message.role), text=message.text, redacted=message.redacted,
+                )
+                graph.add_edge(_session_key(user_id, message.session_id), key, key="CONTAINS")
+            for fact in export.facts:
+                key = _fact_key(fact.id)
+                graph.add_node(
+                    key, label="Fact", id=fact.id, user_id=user_id, text=fact.text, topic=fact.topic,
+                    domain=fact.domain, inferred=fact.inferred, kind=str(fact.kind), status=str(fact.status),
+                    valid_from=fact.valid_from, valid_to=fact.valid_to, recorded_at=fact.recorded_at,
+                    session_id=fact.session_id, embedding=np.asarray(fact.embedding, dtype=np.float32),
+                )
+                graph.add_edge(user_key, key, key="KNOWS")
+                for message_id in fact.source_message_ids:
+                    graph.add_edge(key, _message_key(message_id), key="FROM")
+            for confirmation in export.confirmations:
+                graph.add_edge(
+                    _fact_key(confirmation.fact_id), _session_key(user_id, confirmation.session_id),
+                    key="CONFIRMED_IN", at=confirmation.at,
+                )
+            for link in export.replacements:
+                graph.add_edge(
+                    _fact_key(link.new_fact_id), _fact_key(link.old_fact_id),
+                    key="SUPERSEDES" if link.relation == "supersedes" else "EXPIRES",
+                    session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason,
+                )
+
+    # ------------------------------------------------------------------ reads
+
+    @staticmethod
+    def _user_fact_keys(graph: nx.MultiDiGraph, user_id: str) -> list[str]:
+        user_key = _user_key(user_id)
+        if user_key not in graph:
+            return []
+        return [child for _, child, t in graph.out_edges(user_key, keys=True) if t == "KNOWS"]
+
+    def _fact(self, graph: nx.MultiDiGraph, key: str, with_embedding: bool = False) -> Fact:
+        attrs = graph.nodes[key]
+        confirmed = [
+            graph.nodes[target]["id"] for _, target, t in graph.out_edges(key, keys=True) if t == "CONFIRMED_IN"
+        ]
+        return fact_from_map(attrs, confirmed, attrs["embedding"].tolist() if with_embedding else None)
+
+    def _facts_where(self, user_id: str, statuses: frozenset[FactStatus]) -> list[Fact]:
+        check_identifier(user_id)
+        with self._locked(exclusive=False):
+            graph = self._graph
+            return [
+                self._fact(graph, k)
+                for k in self._user_fact_keys(graph, user_id)
+                if graph.nodes[k]["status"] in statuses
+            ]
+
+    def session_exists(self, user_id: str, session_id: str) -> bool:
+        key = _session_key(check_identifier(user_id), check_identifier(session_id))
+        with self._locked(exclusive=False):
+            return key in self._graph
+
+    def current_facts(self, user_id: str) -> list[Fact]:
+        return most_recent_first(self._facts_where(user_id, CURRENT_ONLY))
+
+    def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
+        check_identifier(user_id)
+        wanted = {check_identifier(f) for f in fact_ids}
+        with self._locked(exclusive=False):
+            graph = self._graph
+            found = [
+                self._fact(graph, k) for k in self._user_fact_keys(graph, user_id) if graph.nodes[k]["id"] in wanted
+            ]
+        return most_recent_first(found)
+
+    def facts_on_topic(
+        self, user_id: str, topic: str, statuses: frozenset[FactStatus] = CURRENT_ONLY
+    ) -> list[Fact]:
+        return most_recent_first(f for f in self._facts_where(user_id, statuses) if f.topic == topic)
+
+    def similar_facts(
+        self,
+        user_id: str,
+        embedding: Sequence[float],
+        k: int,
+        statuses: frozenset[FactStatus] = CURRENT_ONLY,
+    ) -> list[ScoredFact]:
+        check_identifier(user_id)
+        check_k(k)
+        with self._locked(exclusive=False):
+            query = np.asarray(check_query_embedding(embedding, self._dimension), dtype=np.float32)
+            graph = self._graph
+            keys = [k_ for k_ in self._user_fact_keys(graph, user_id) if graph.nodes[k_]["status"] in statuses]
+            if not keys:
+                return []
+            matrix = np.stack([graph.nodes[key]["embedding"] for key in keys])
+            norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
+            similarities = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+            top = np.argsort(-similarities)[: k * 2]
+            scored = [ScoredFact(fact=self._fact(graph, keys[i]), similarity=float(similarities[i])) for i in top]
+        return best_first(scored, k)
+
+    def history(self, user_id: str) -> list[HistoryEntry]:
+        check_identifier(user_id)
+        with self._locked(exclusive=False):
+            graph = self._graph
+            entries = []
+            for key in self._user_fact_keys(graph, user_id):
+                links = [
+                    ReplacementLink(
+                        relation="supersedes" if t == "SUPERSEDES" else "expires",
+                        fact_id=graph.nodes[newer]["id"],
+                        fact_text=graph.nodes[newer]["text"],
+                        session_id=attrs["session_id"],
+                        at=attrs["at"],
+                        stage=attrs.get("stage"),
+                        reason=attrs.get("reason"),
+                    )
+                    for newer, _, t, attrs in graph.in_edges(key, keys=True, data=True)
+                    if t in ("SUPERSEDES", "EXPIRES")
+                ]
+                links.sort(key=lambda link: (link.at, link.fact_id))
+                entries.append(HistoryEntry(fact=self._fact(graph, key), replaced_by=tuple(links)))
+        return oldest_first(entries)
+
+    def state_as_of(self, user_id: str, day: date) -> list[Fact]:
+        facts = self._facts_where(user_id, frozenset(FactStatus))
+        return most_recent_first(
+            f for f in facts if f.valid_from <= day and (f.valid_to is None or f.valid_to > day)
+        )
+
+    def timeline(self, user_id: str) -> list[TimelineEvent]:
+        check_identifier(user_id)
+        events: list[TimelineEvent] = []
+        with self._locked(exclusive=False):
+            graph = self._graph
+            for key in self._user_fact_keys(graph, user_id):
+                fact = graph.nodes[key]
+                base = {"fact_id": fact["id"], "fact_text": fact["text"], "topic": fact["topic"],
+                        "inferred": fact["inferred"]}
+                events.append(TimelineEvent(
+                    at=fact["valid_from"], kind=TimelineEventKind.ADDED, session_id=fact["session_id"], **base
+                ))
+                for _, target, t, attrs in graph.out_edges(key, keys=True, data=True):
+                    if t == "CONFIRMED_IN":
+                        events.append(TimelineEvent(
+                            at=attrs["at"], kind=TimelineEventKind.CONFIRMED,
+                            session_id=graph.nodes[target]["id"], **base,
+                        ))
+                for newer, _, t, attrs in graph.in_edges(key, keys=True, data=True):
+                    if t in ("SUPERSEDES", "EXPIRES"):
+                        events.append(TimelineEvent(
+                            at=attrs["at"],
+                            kind=TimelineEventKind.RETIRED if t == "SUPERSEDES" else TimelineEventKind.EXPIRED,
+                            session_id=attrs["session_id"], cause_fact_id=graph.nodes[newer]["id"],
+                            cause_fact_text=graph.nodes[newer]["text"], stage=attrs.get("stage"),
+                            reason=attrs.get("reason"), **base,
+                        ))
+        return in_timeline_order(events)
+
+    def export_user(self, user_id: str) -> UserExport:
+        check_identifier(user_id)
+        with self._locked(exclusive=False):
+            graph = self._graph
+            user_key = _user_key(user_id)
+            if user_key not in graph:
+                raise UnknownUserError(f"user {user_id!r} has no memory in this store")
+            sessions, messages = [], []
+            for _, session_key, t in graph.out_edges(user_key, keys=True):
+                if t != "HAD":
+                    continue
+                session = graph.nodes[session_key]
+                sessions.append(ExportedSession(id=session["id"], date=session["date"]))
+                for _, message_key, t2 in graph.out_edges(session_key, keys=True):
+                    if t2 == "CONTAINS":
+                        m = graph.nodes[message_key]
+                        messages.append(ExportedMessage(
+                            id=m["id"], session_id=m["session_id"], index=m["index"], role=m["role"],
+                            text=m["text"], redacted=m["redacted"],
+                        ))
+            facts, confirmations, replacements = [], [], []
+            for key in self._user_fact_keys(graph, user_id):
+                f = graph.nodes[key]
+                sources = []
+                for _, target, t, attrs in graph.out_edges(key, keys=True, data=True):
+                    if t == "FROM":
+                        sources.append(graph.nodes[target]["id"])
+                    elif t == "CONFIRMED_IN":
+                        confirmations.append(ExportedConfirmation(
+                            fact_id=f["id"], session_id=graph.nodes[target]["id"], at=attrs["at"]
+                        ))
+                    elif t in ("SUPERSEDES", "EXPIRES"):
+                        replacements.append(ExportedReplacement(
+                            relation="supersedes" if t == "SUPERSEDES" else "expires",
+                            new_fact_id=f["id"], old_fact_id=graph.nodes[target]["id"],
+                            session_id=attrs["session_id"], at=attrs["at"], stage=attrs.get("stage"),
+                            reason=attrs.get("reason"),
+                        ))
+                facts.append(ExportedFact(
+                    id=f["id"], text=f["text"], topic=f["topic"], domain=f["domain"], inferred=f["inferred"],
+                    kind=f["kind"], status=f["status"], valid_from=f["valid_from"], valid_to=f["valid_to"],
+                    recorded_at=f["recorded_at"], session_id=f["session_id"],
+                    embedding=tuple(float(x) for x in f["embedding"]), source_message_ids=tuple(sources),
+                ))
+        return UserExport(
+            user_id=user_id, sessions=tuple(sessions), messages=tuple(messages), facts=tuple(facts),
+            confirmations=tuple(confirmations), replacements=tuple(replacements),
+        ).canonical().model_copy(update={"exported_at": datetime.now(UTC)})
+
+    def list_users(self) -> list[str]:
+        with self._locked(exclusive=False):
+            return sorted(a["id"] for _, a in self._graph.nodes(data=True) if a["label"] == "User")
+
+    def close(self) -> None:
+        """Nothing to release: every write is already on disk."""

@@ -1,0 +1,410 @@
+"""Neo4jStore: the store contract on a Neo4j 5.26+ server.
+
+Every query is a file of the Cypher library, run with parameters only. Each logical
+write is one managed transaction, which the driver retries on transient errors; the
+first statement of a write takes the user node's lock, so writes for one user are
+serialised inside Neo4j, across processes and machines.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from typing import Any, TypeVar
+
+import neo4j
+from neo4j import GraphDatabase, ManagedTransaction
+from neo4j import exceptions as neo4j_errors
+
+from lastknown_graph.cypher_library import CypherLibrary
+from lastknown_graph.errors import (
+    SchemaMismatchError,
+    StaleStateError,
+    StoreError,
+    StoreUnavailableError,
+    UnknownUserError,
+    UserExistsError,
+)
+from lastknown_graph.models import (
+    DeletionReport,
+    ExportedConfirmation,
+    ExportedFact,
+    ExportedMessage,
+    ExportedReplacement,
+    ExportedSession,
+    Fact,
+    FactStatus,
+    HistoryEntry,
+    ScoredFact,
+    SessionWrite,
+    TimelineEvent,
+    UserExport,
+    WriteOutcome,
+)
+from lastknown_graph.store.protocol import CURRENT_ONLY
+from lastknown_graph.store.records import (
+    check_k,
+    check_query_embedding,
+    fact_from_map,
+    in_timeline_order,
+    oldest_first,
+    replacement_from_map,
+    to_day,
+    to_moment,
+)
+from lastknown_graph.validation import check_identifier
+
+SCHEMA_VERSION = 1
+
+# Exact cosine over one user's facts reads every one of them; below this many it is fast and
+# exact, above it the global vector index answers first and the exact scan is the fallback.
+EXACT_SCAN_MAX_FACTS = 20_000
+# The vector index is global: its top hits may belong to other users, so ask for more than k.
+INDEX_OVERSAMPLING = 20
+INDEX_MAX_CANDIDATES = 20_000
+
+T = TypeVar("T")
+
+
+def _cosine_from_neo4j_score(score: float) -> float:
+    # Neo4j reports cosine similarity normalised to [0, 1] as (1 + cos) / 2; the API speaks raw cosine.
+    return 2.0 * float(score) - 1.0
+
+
+class Neo4jStore:
+    """The store contract on Neo4j. Connection settings fall back to ``LASTKNOWN_NEO4J_*`` env vars."""
+
+    def __init__(
+        self,
+        uri: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        database: str | None = None,
+        *,
+        exact_scan_max_facts: int = EXACT_SCAN_MAX_FACTS,
+        library: CypherLibrary | None = None,
+        driver: neo4j.Driver | None = None,
+    ) -> None:
+        self._uri = uri or os.environ.get("LASTKNOWN_NEO4J_URI", "bolt://127.0.0.1:7687")
+        user = user or os.environ.get("LASTKNOWN_NEO4J_USER", "neo4j")
+        password = password if password is not None else os.environ.get("LASTKNOWN_NEO4J_PASSWORD", "")
+        self._database = database or os.environ.get("LASTKNOWN_NEO4J_DATABASE") or None
+        self._library = library or CypherLibrary()
+        self._exact_scan_max_facts = exact_scan_max_facts
+        self._dimension: int | None = None
+        try:
+            # Server notifications (e.g. "label does not exist yet" on a fresh database) are not errors.
+            self._driver = driver or GraphDatabase.driver(
+                self._uri, auth=(user, password), notifications_min_severity="OFF"
+            )
+        except (ValueError, neo4j_errors.ConfigurationError) as exc:
+            raise StoreError(f"bad Neo4j settings for {self._uri}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"Neo4jStore(uri={self._uri!r}, database={self._database!r})"
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _translated_errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
+            raise StoreUnavailableError(f"Neo4j at {self._uri} is unavailable while trying to {action}: {exc}") from exc
+        except neo4j_errors.AuthError as exc:
+            raise StoreUnavailableError(f"Neo4j at {self._uri} refused the credentials: {exc.message}") from exc
+        except neo4j_errors.Neo4jError as exc:
+            raise StoreError(f"Neo4j failed to {action}: {exc.code}: {exc.message}") from exc
+        except neo4j_errors.DriverError as exc:
+            raise StoreUnavailableError(f"Neo4j driver failed to {action}: {exc}") from exc
+
+    def _run(self, tx: ManagedTransaction, name: str, **parameters: Any) -> list[dict[str, Any]]:
+        result = tx.run(self._library.get(name).text, parameters)
+        return [record.data() for record in result]
+
+    def _read(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
+        with self._translated_errors(action), self._driver.session(database=self._database) as session:
+            return session.execute_read(work)
+
+    def _write(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
+        with self._translated_errors(action), self._driver.session(database=self._database) as session:
+            return session.execute_write(work)
+
+    def _query(self, name: str, **parameters: Any) -> list[dict[str, Any]]:
+        return self._read(f"run {name}", lambda tx: self._run(tx, name, **parameters))
+
+    # ------------------------------------------------------------------ schema
+
+    def ensure_schema(self, embedding_dimension: int) -> None:
+        if embedding_dimension < 1:
+            raise ValueError(f"embedding dimension must be positive, got {embedding_dimension}")
+        info = self._query("schema_info_get")
+        if info:
+            version, dimension = info[0]["version"], info[0]["embedding_dimension"]
+            if version != SCHEMA_VERSION:
+                raise SchemaMismatchError(
+                    f"the database holds lastknown_graph schema version {version}; this code uses "
+                    f"{SCHEMA_VERSION}. Upgrade lastknown_graph, or migrate with its migration command."
+                )
+            if dimension != embedding_dimension:
+                raise SchemaMismatchError(
+                    f"the database holds {dimension}-dimensional embeddings but the embedder gives "
+                    f"{embedding_dimension}; use the embedder the memory was built with, or a new database"
+                )
+        index = self._query("vector_index_dimension")
+        if index and index[0]["dimension"] is not None and int(index[0]["dimension"]) != embedding_dimension:
+            raise SchemaMismatchError(
+                f"the vector index fact_embedding has {index[0]['dimension']} dimensions, expected "
+                f"{embedding_dimension}; drop it (DROP INDEX fact_embedding) or use a new database"
+            )
+        with self._translated_errors("apply the schema"), self._driver.session(database=self._database) as session:
+            for statement in self._library.get("schema").statements():
+                session.run(statement, {"embedding_dimension": embedding_dimension}).consume()
+        self._write(
+            "record the schema version",
+            lambda tx: self._run(
+                tx, "schema_info_set", version=SCHEMA_VERSION, embedding_dimension=embedding_dimension
+            ),
+        )
+        self._dimension = embedding_dimension
+
+    def embedding_dimension(self) -> int | None:
+        if self._dimension is None:
+            info = self._query("schema_info_get")
+            self._dimension = info[0]["embedding_dimension"] if info else None
+        return self._dimension
+
+    def _require_dimension(self, dimension: int | None) -> None:
+        stored = self.embedding_dimension()
+        if dimension is not None and stored is not None and dimension != stored:
+            raise SchemaMismatchError(f"embeddings have {dimension} dimensions, the store holds {stored}")
+
+    # ------------------------------------------------------------------ writes
+
+    def apply(self, change: SessionWrite) -> WriteOutcome:
+        self._require_dimension(change.embedding_dimension)
+        session = change.session
+        common = {"user_id": change.user_id, "session_id": session.id, "date": session.date}
+
+        def work(tx: ManagedTransaction) -> WriteOutcome:
+            lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
+            if lock[0]["already_written"]:
+                return WriteOutcome(applied=False, already_written=True)
+            touched = [c.fact_id for c in change.confirmations]
+            touched += [r.old_fact_id for r in change.retirements]
+            touched += [e.old_fact_id for e in change.expiries]
+            if touched:
+                current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
+                                                          fact_ids=touched)}
+                missing = [fact_id for fact_id in touched if fact_id not in current]
+                if missing:
+                    raise StaleStateError(f"facts {missing!r} are not current facts of user {change.user_id!r}")
+            used = self._run(
+                tx, "used_ids", fact_ids=[f.id for f in change.new_facts], message_ids=[m.id for m in change.messages]
+            )
+            if used:
+                raise StoreError(f"ids already in use: {sorted(row['id'] for row in used)!r}")
+            self._run(tx, "write_session", **common, messages=[
+                {"id": m.id, "index": m.index, "role": str(m.role), "text": m.text} for m in change.messages
+            ])
+            if change.new_facts:
+                self._run(tx, "write_facts", **common, recorded_at=change.recorded_at, facts=[
+                    {"id": f.id, "text": f.text, "topic": f.topic, "domain": f.domain, "inferred": f.inferred,
+                     "kind": str(f.kind), "embedding": list(f.embedding),
+                     "source_message_ids": list(f.source_message_ids)}
+                    for f in change.new_facts
+                ])
+            if change.confirmations:
+                self._run(tx, "write_confirmations", **common, confirmations=[
+                    {"fact_id": c.fact_id, "source_message_ids": list(c.source_message_ids)}
+                    for c in change.confirmations
+                ])
+            if change.retirements:
+                self._run(tx, "write_retirements", **common, retirements=[
+                    r.model_dump(mode="python") for r in change.retirements
+                ])
+            if change.expiries:
+                self._run(tx, "write_expiries", **common, expiries=[e.model_dump() for e in change.expiries])
+            return WriteOutcome(applied=True, already_written=False)
+
+        return self._write(f"write session {session.id!r}", work)
+
+    def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
+        check_identifier(user_id)
+        ids = sorted({check_identifier(f) for f in fact_ids})
+        rows = self._write(
+            "delete facts", lambda tx: self._run(tx, "delete_facts", user_id=user_id, fact_ids=ids)
+        )
+        if not rows:
+            return DeletionReport(deleted_fact_ids=(), redacted_message_ids=())
+        return DeletionReport(
+            deleted_fact_ids=tuple(sorted(rows[0]["deleted"])),
+            redacted_message_ids=tuple(sorted(rows[0]["redacted"])),
+        )
+
+    def delete_user(self, user_id: str) -> bool:
+        check_identifier(user_id)
+        rows = self._write("delete a user", lambda tx: self._run(tx, "delete_user", user_id=user_id))
+        return bool(rows)
+
+    def import_user(self, export: UserExport) -> None:
+        dimensions = {len(f.embedding) for f in export.facts}
+        self._require_dimension(dimensions.pop() if dimensions else None)
+
+        def work(tx: ManagedTransaction) -> None:
+            if self._run(tx, "user_exists", user_id=export.user_id)[0]["exists"]:
+                raise UserExistsError(f"user {export.user_id!r} already has memory in this store")
+            used = self._run(
+                tx, "used_ids", fact_ids=[f.id for f in export.facts], message_ids=[m.id for m in export.messages]
+            )
+            if used:
+                raise StoreError(f"ids already in use: {sorted(row['id'] for row in used)!r}")
+            self._run(
+                tx, "import_user", user_id=export.user_id,
+                sessions=[s.model_dump() for s in export.sessions],
+                messages=[m.model_dump(mode="python") | {"role": str(m.role)} for m in export.messages],
+            )
+            self._run(tx, "import_facts", user_id=export.user_id, facts=[
+                f.model_dump() | {"kind": str(f.kind), "status": str(f.status), "embedding": list(f.embedding),
+                                  "source_message_ids": list(f.source_message_ids)}
+                for f in export.facts
+            ])
+            self._run(
+                tx, "import_links", user_id=export.user_id,
+                confirmations=[c.model_dump() for c in export.confirmations],
+                replacements=[r.model_dump() for r in export.replacements],
+            )
+
+        self._write(f"import user {export.user_id!r}", work)
+
+    # ------------------------------------------------------------------ reads
+
+    @staticmethod
+    def _facts(rows: list[dict[str, Any]]) -> list[Fact]:
+        return [fact_from_map(row["fact"], row["confirmed_in"]) for row in rows]
+
+    def session_exists(self, user_id: str, session_id: str) -> bool:
+        rows = self._query(
+            "session_exists", user_id=check_identifier(user_id), session_id=check_identifier(session_id)
+        )
+        return bool(rows[0]["exists"])
+
+    def current_facts(self, user_id: str) -> list[Fact]:
+        return self._facts(
+            self._query("facts_by_status", user_id=check_identifier(user_id), statuses=[str(FactStatus.CURRENT)])
+        )
+
+    def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
+        ids = sorted({check_identifier(f) for f in fact_ids})
+        return self._facts(self._query("facts_by_id", user_id=check_identifier(user_id), fact_ids=ids))
+
+    def facts_on_topic(
+        self, user_id: str, topic: str, statuses: frozenset[FactStatus] = CURRENT_ONLY
+    ) -> list[Fact]:
+        return self._facts(self._query(
+            "facts_on_topic", user_id=check_identifier(user_id), topic=topic, statuses=sorted(map(str, statuses))
+        ))
+
+    def similar_facts(
+        self,
+        user_id: str,
+        embedding: Sequence[float],
+        k: int,
+        statuses: frozenset[FactStatus] = CURRENT_ONLY,
+    ) -> list[ScoredFact]:
+        check_identifier(user_id)
+        check_k(k)
+        vector = check_query_embedding(embedding, self.embedding_dimension())
+        status_list = sorted(map(str, statuses))
+        params: dict[str, Any] = {"user_id": user_id, "statuses": status_list, "embedding": vector, "k": k}
+
+        def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
+            available = self._run(tx, "count_facts", user_id=user_id, statuses=status_list)[0]["facts"]
+            wanted = min(k, available)
+            if wanted == 0:
+                return []
+            if available > self._exact_scan_max_facts:
+                candidates = max(k * INDEX_OVERSAMPLING, 100)
+                while candidates <= INDEX_MAX_CANDIDATES:
+                    rows = self._run(tx, "similar_facts_index", **params, candidates=candidates)
+                    if len(rows) >= wanted:
+                        return rows
+                    candidates *= 4
+            return self._run(tx, "similar_facts_exact", **params)
+
+        rows = self._read("search similar facts", work)
+        return [
+            ScoredFact(
+                fact=fact_from_map(row["fact"], row["confirmed_in"]),
+                similarity=_cosine_from_neo4j_score(row["score"]),
+            )
+            for row in rows
+        ]
+
+    def history(self, user_id: str) -> list[HistoryEntry]:
+        rows = self._query("history", user_id=check_identifier(user_id))
+        return oldest_first(
+            HistoryEntry(
+                fact=fact_from_map(row["fact"], row["confirmed_in"]),
+                replaced_by=tuple(
+                    sorted((replacement_from_map(link) for link in row["replaced_by"]),
+                           key=lambda link: (link.at, link.fact_id))
+                ),
+            )
+            for row in rows
+        )
+
+    def state_as_of(self, user_id: str, day: date) -> list[Fact]:
+        return self._facts(self._query("state_as_of", user_id=check_identifier(user_id), day=day))
+
+    def timeline(self, user_id: str) -> list[TimelineEvent]:
+        rows = self._query("timeline", user_id=check_identifier(user_id))
+        return in_timeline_order(TimelineEvent(**row | {"at": to_day(row["at"])}) for row in rows)
+
+    def export_user(self, user_id: str) -> UserExport:
+        check_identifier(user_id)
+
+        def work(tx: ManagedTransaction) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
+            exists = self._run(tx, "user_exists", user_id=user_id)[0]["exists"]
+            return self._run(tx, "export_sessions", user_id=user_id), self._run(
+                tx, "export_facts", user_id=user_id
+            ), exists
+
+        session_rows, fact_rows, exists = self._read("export a user", work)
+        if not exists:
+            raise UnknownUserError(f"user {user_id!r} has no memory in this store")
+        sessions = [ExportedSession(id=row["id"], date=to_day(row["date"])) for row in session_rows]
+        messages = [ExportedMessage(**m) for row in session_rows for m in row["messages"]]
+        facts, confirmations, replacements = [], [], []
+        for row in fact_rows:
+            f = row["fact"]
+            facts.append(ExportedFact(
+                **f | {"valid_from": to_day(f["valid_from"]), "valid_to": to_day(f["valid_to"]),
+                       "recorded_at": to_moment(f["recorded_at"]), "embedding": tuple(f["embedding"])},
+                source_message_ids=tuple(row["source_message_ids"]),
+            ))
+            confirmations += [
+                ExportedConfirmation(fact_id=f["id"], session_id=c["session_id"], at=to_day(c["at"]))
+                for c in row["confirmations"]
+            ]
+            replacements += [
+                ExportedReplacement(new_fact_id=f["id"], **r | {"at": to_day(r["at"])}) for r in row["replacements"]
+            ]
+        return UserExport(
+            user_id=user_id, sessions=tuple(sessions), messages=tuple(messages), facts=tuple(facts),
+            confirmations=tuple(confirmations), replacements=tuple(replacements),
+        ).canonical().model_copy(update={"exported_at": datetime.now(UTC)})
+
+    def list_users(self) -> list[str]:
+        return [row["id"] for row in self._query("list_users")]
+
+    def close(self) -> None:
+        self._driver.close()
+
+    def __enter__(self) -> Neo4jStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,102 @@
+"""The store contract. Both stores implement it; one test suite holds both to it.
+
+Every read and write is scoped to one user: nothing a method returns for user B
+ever comes from user A. Writes are all-or-nothing: a method either completes or
+raises and leaves the stored memory exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import date
+from typing import Protocol, runtime_checkable
+
+from lastknown_graph.models import (
+    DeletionReport,
+    Fact,
+    FactStatus,
+    HistoryEntry,
+    ScoredFact,
+    SessionWrite,
+    TimelineEvent,
+    UserExport,
+    WriteOutcome,
+)
+
+CURRENT_ONLY: frozenset[FactStatus] = frozenset({FactStatus.CURRENT})
+ANY_STATUS: frozenset[FactStatus] = frozenset(FactStatus)
+
+
+@runtime_checkable
+class Store(Protocol):
+    def ensure_schema(self, embedding_dimension: int) -> None:
+        """Create what the store needs, idempotently; refuse a different embedding dimension.
+
+        Raises SchemaMismatchError when the store already holds another dimension or
+        a schema version this code does not know.
+        """
+
+    def embedding_dimension(self) -> int | None:
+        """The dimension recorded by ensure_schema, or None for a store never set up."""
+
+    def apply(self, change: SessionWrite) -> WriteOutcome:
+        """Write one session (messages, new facts, confirmations, retirements, expiries) atomically.
+
+        Idempotent per (user, session id): a session already stored is not written again
+        and the outcome says ``already_written``. Raises StaleStateError, writing nothing,
+        if a fact to confirm, retire or expire is not a current fact of this user.
+        """
+
+    def session_exists(self, user_id: str, session_id: str) -> bool: ...
+
+    def current_facts(self, user_id: str) -> list[Fact]:
+        """Current facts, most recent first (by valid_from, then recorded_at)."""
+
+    def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
+        """The user's facts among ``fact_ids`` (any status); unknown ids are left out."""
+
+    def facts_on_topic(
+        self, user_id: str, topic: str, statuses: frozenset[FactStatus] = CURRENT_ONLY
+    ) -> list[Fact]: ...
+
+    def similar_facts(
+        self,
+        user_id: str,
+        embedding: Sequence[float],
+        k: int,
+        statuses: frozenset[FactStatus] = CURRENT_ONLY,
+    ) -> list[ScoredFact]:
+        """The user's ``k`` facts most similar to ``embedding`` (cosine), best first.
+
+        Returns fewer than ``k`` only when the user has fewer facts with those statuses,
+        however many other users crowd the vector neighbourhood.
+        """
+
+    def history(self, user_id: str) -> list[HistoryEntry]:
+        """Every fact (current, retired, expired), oldest first, with what replaced it."""
+
+    def state_as_of(self, user_id: str, day: date) -> list[Fact]:
+        """Facts that were true on ``day``: valid_from <= day < valid_to (open end for current)."""
+
+    def timeline(self, user_id: str) -> list[TimelineEvent]:
+        """Adds, confirmations, retirements and expiries in date order."""
+
+    def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
+        """Forget facts: delete them, their edges and embeddings, and redact their source messages.
+
+        Facts that a deleted fact had superseded stay retired. Messages keep their id
+        (so other facts keep their provenance) but lose their text.
+        """
+
+    def delete_user(self, user_id: str) -> bool:
+        """Delete every node and edge of the user; returns whether there was anything."""
+
+    def export_user(self, user_id: str) -> UserExport:
+        """Everything stored for the user, embeddings included. Raises UnknownUserError."""
+
+    def import_user(self, export: UserExport) -> None:
+        """Recreate a user from an export. Raises UserExistsError if the user has memory here."""
+
+    def list_users(self) -> list[str]: ...
+
+    def close(self) -> None: ...

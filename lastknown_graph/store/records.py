@@ -1,0 +1,119 @@
+"""Conversions shared by both stores: plain property maps <-> API models, and result ordering.
+
+Both stores hand the same property maps to these functions (a Neo4j record's map
+projection, or an embedded node's attributes), so the API sees identical models.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
+from typing import Any
+
+from lastknown_graph.models import Fact, HistoryEntry, ReplacementLink, ScoredFact, TimelineEvent, TimelineEventKind
+
+FACT_FIELDS = (
+    "id",
+    "user_id",
+    "text",
+    "topic",
+    "domain",
+    "inferred",
+    "kind",
+    "status",
+    "valid_from",
+    "valid_to",
+    "recorded_at",
+    "session_id",
+)
+
+
+def to_day(value: Any) -> date | None:
+    """A calendar day from a Python date or a driver date (neo4j.time.Date has ``to_native``)."""
+    if value is None:
+        return None
+    if hasattr(value, "to_native"):
+        value = value.to_native()
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value))
+
+
+def to_moment(value: Any) -> datetime:
+    if hasattr(value, "to_native"):
+        value = value.to_native()
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
+
+
+def fact_from_map(
+    props: Mapping[str, Any],
+    confirmed_in: Iterable[str] = (),
+    embedding: Sequence[float] | None = None,
+) -> Fact:
+    values = {name: props.get(name) for name in FACT_FIELDS}
+    values["valid_from"] = to_day(values["valid_from"])
+    values["valid_to"] = to_day(values["valid_to"])
+    values["recorded_at"] = to_moment(values["recorded_at"])
+    return Fact(
+        **values,
+        confirmed_in=tuple(sorted(confirmed_in)),
+        embedding=tuple(float(x) for x in embedding) if embedding is not None else None,
+    )
+
+
+def replacement_from_map(props: Mapping[str, Any]) -> ReplacementLink:
+    return ReplacementLink(
+        relation=props["relation"],
+        fact_id=props["fact_id"],
+        fact_text=props["fact_text"],
+        session_id=props["session_id"],
+        at=to_day(props["at"]),
+        stage=props.get("stage"),
+        reason=props.get("reason"),
+    )
+
+
+def most_recent_first(facts: Iterable[Fact]) -> list[Fact]:
+    return sorted(facts, key=lambda f: (f.valid_from, f.recorded_at, f.id), reverse=True)
+
+
+def oldest_first(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
+    return sorted(entries, key=lambda e: (e.fact.valid_from, e.fact.recorded_at, e.fact.id))
+
+
+def best_first(scored: Iterable[ScoredFact], k: int) -> list[ScoredFact]:
+    ranked = sorted(scored, key=lambda s: (-s.similarity, s.fact.id))
+    return ranked[:k]
+
+
+_EVENT_ORDER = {
+    TimelineEventKind.ADDED: 0,
+    TimelineEventKind.CONFIRMED: 1,
+    TimelineEventKind.EXPIRED: 2,
+    TimelineEventKind.RETIRED: 3,
+}
+
+
+def in_timeline_order(events: Iterable[TimelineEvent]) -> list[TimelineEvent]:
+    """Date order; on one day, additions before the retirements they cause."""
+    return sorted(events, key=lambda e: (e.at, _EVENT_ORDER[e.kind], e.session_id, e.fact_id))
+
+
+def check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return k
+
+
+def check_query_embedding(embedding: Sequence[float], dimension: int | None) -> list[float]:
+    vector = [float(x) for x in embedding]
+    if dimension is not None and len(vector) != dimension:
+        raise ValueError(f"query embedding has {len(vector)} dimensions, the store holds {dimension}")
+    if not vector or not all(math.isfinite(x) for x in vector):
+        raise ValueError("query embedding is empty or holds NaN/infinity")
+    return vector

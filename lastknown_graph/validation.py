@@ -1,0 +1,58 @@
+"""Checks shared by the models and the public functions: identifiers and text from users.
+
+Identifiers are only ever passed to queries as parameters, so quotes or Cypher in
+them are harmless; the checks exist so that nothing invisible or unbounded is stored.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import date, datetime
+
+MAX_IDENTIFIER_CHARS = 200  # ids are keys, not content; long ones are a caller bug
+MAX_MESSAGE_CHARS = 100_000  # one conversational turn; longer input is a paste, not a message
+_ALLOWED_CONTROL = frozenset("\n\t\r")
+
+
+def _has_disallowed_control(text: str) -> bool:
+    return any(
+        unicodedata.category(ch) in ("Cc", "Cs") and ch not in _ALLOWED_CONTROL for ch in text
+    )
+
+
+def check_identifier(value: str) -> str:
+    """Accept a non-empty id of printable characters without surrounding whitespace."""
+    if not value:
+        raise ValueError("identifier is empty")
+    if value != value.strip():
+        raise ValueError(f"identifier {value[:40]!r} has leading or trailing whitespace")
+    if len(value) > MAX_IDENTIFIER_CHARS:
+        raise ValueError(f"identifier is longer than {MAX_IDENTIFIER_CHARS} characters")
+    if _has_disallowed_control(value) or any(ch in _ALLOWED_CONTROL for ch in value):
+        raise ValueError(f"identifier {value[:40]!r} contains control characters")
+    return value
+
+
+def check_text(value: str) -> str:
+    """Accept non-blank text without control characters other than newline, tab and CR."""
+    if not value.strip():
+        raise ValueError("text is empty or whitespace only")
+    if len(value) > MAX_MESSAGE_CHARS:
+        raise ValueError(f"text is longer than {MAX_MESSAGE_CHARS} characters")
+    if _has_disallowed_control(value):
+        raise ValueError("text contains control characters")
+    return value
+
+
+def parse_day(value: date | datetime | str) -> date:
+    """Read a calendar day from a date, a datetime or an ISO string such as ``2024-09-03``."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip()).date()
+        except ValueError as exc:
+            raise ValueError(f"not an ISO date (YYYY-MM-DD): {value[:40]!r}") from exc
+    raise ValueError(f"not a date: {type(value).__name__}")
