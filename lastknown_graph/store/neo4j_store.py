@@ -84,6 +84,7 @@ class Neo4jStore:
         database: str | None = None,
         *,
         exact_scan_max_facts: int = EXACT_SCAN_MAX_FACTS,
+        retry_seconds: float = 15.0,
         library: CypherLibrary | None = None,
         driver: neo4j.Driver | None = None,
     ) -> None:
@@ -97,7 +98,11 @@ class Neo4jStore:
         try:
             # Server notifications (e.g. "label does not exist yet" on a fresh database) are not errors.
             self._driver = driver or GraphDatabase.driver(
-                self._uri, auth=(user, password), notifications_min_severity="OFF"
+                self._uri,
+                auth=(user, password),
+                notifications_min_severity="OFF",
+                max_transaction_retry_time=retry_seconds,
+                connection_timeout=min(retry_seconds, 30.0),
             )
         except (ValueError, neo4j_errors.ConfigurationError) as exc:
             raise StoreError(f"bad Neo4j settings for {self._uri}: {exc}") from exc
