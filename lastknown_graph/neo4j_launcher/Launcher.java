@@ -65,6 +65,12 @@ public class Launcher {
                 .withConfig(GraphDatabaseSettings.pagecache_memory, pagecache)
                 .withConfig(GraphDatabaseSettings.auth_enabled, false)
                 .withConfig(GraphDatabaseSettings.udc_enabled, false)
+                // Defaults preallocate a 256 MiB transaction log per database
+                // (system + neo4j = 512 MiB for an empty store) and keep 2 days of
+                // logs; a development store does not need either.
+                .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
+                .withConfig(GraphDatabaseSettings.logical_log_rotation_threshold, ByteUnit.mebiBytes(64))
+                .withConfig(GraphDatabaseSettings.keep_logical_logs, "256M size")
                 .withConfig(ServerSettings.allow_telemetry, false)
                 .withConfig(BoltConnector.enabled, true)
                 .withConfig(BoltConnector.listen_address, new SocketAddress(HOST, boltPort))
@@ -123,7 +129,8 @@ public class Launcher {
         }, "lastknown-neo4j-shutdown"));
 
         String http = httpPort > 0 ? neo4j.httpURI().toString().replaceAll("/$", "") : "-";
-        System.out.println(READY_PREFIX + " " + neo4j.boltURI() + " " + http);
+        String bolt = neo4j.boltURI().toString().replaceAll("/$", "");
+        System.out.println(READY_PREFIX + " " + bolt + " " + http);
         System.out.flush();
 
         // Block forever; the shutdown hook does the work on SIGTERM/SIGINT.
