@@ -107,6 +107,10 @@ class Neo4jStore:
         except (ValueError, neo4j_errors.ConfigurationError) as exc:
             raise StoreError(f"bad Neo4j settings for {self._uri}: {exc}") from exc
 
+    @property
+    def uri(self) -> str:
+        return self._uri
+
     def __repr__(self) -> str:
         return f"Neo4jStore(uri={self._uri!r}, database={self._database!r})"
 

@@ -1,0 +1,1 @@
+"""The memory pipeline: small steps that the Memory facade orchestrates."""

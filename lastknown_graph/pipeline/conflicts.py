@@ -1,0 +1,95 @@
+"""Deciding what each new fact does to what is already known: confirm, expire, retire, or nothing.
+
+Candidates for a new fact are the user's current facts on the same topic plus its
+nearest current facts by embedding (similarity alone misses implied conflicts, a
+shared topic alone misses cross-topic ones). State pairs go through the two-stage
+check; moments simply expire older moments on the same topic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from lastknown_graph.llm import LLM, UsageMeter
+from lastknown_graph.models import Fact, FactKind
+from lastknown_graph.pipeline.text_checks import normalised
+from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
+from lastknown_graph.prompts.still_true import still_true_messages
+from lastknown_graph.store import Store
+
+
+@dataclass(frozen=True)
+class ConflictSettings:
+    # Nearest current facts checked per new fact, besides every current fact on its topic.
+    candidate_k: int = 6
+    # Below this cosine a vector neighbour on another topic is noise, not a candidate.
+    min_candidate_similarity: float = 0.2
+    # At or above this cosine a statement on the same topic is the same fact said again.
+    confirm_similarity: float = 0.9
+    # Stage 1 flags a pair for stage 2 when P(earlier still true) falls below this. Stage 1 is
+    # badly calibrated alone, so it flags generously and stage 2 decides.
+    stage1_flag_below: float = 0.8
+
+
+@dataclass(frozen=True)
+class Candidate:
+    fact: Fact
+    similarity: float | None  # None: found by topic only, outside the nearest neighbours
+
+
+@dataclass(frozen=True)
+class PairDecision:
+    retire: bool
+    stage: str
+    still_true_probability: float
+    reason: str
+
+
+def find_candidates(
+    store: Store, user_id: str, topic: str, embedding: list[float], settings: ConflictSettings
+) -> list[Candidate]:
+    by_id: dict[str, Candidate] = {
+        f.id: Candidate(f, None) for f in store.facts_on_topic(user_id, topic)
+    }
+    for scored in store.similar_facts(user_id, embedding, settings.candidate_k):
+        if scored.similarity >= settings.min_candidate_similarity or scored.fact.topic == topic:
+            by_id[scored.fact.id] = Candidate(scored.fact, scored.similarity)
+    return sorted(by_id.values(), key=lambda c: (c.fact.topic != topic, -(c.similarity or -1.0), c.fact.id))
+
+
+def is_repetition(new_text: str, new_topic: str, candidate: Candidate, settings: ConflictSettings) -> bool:
+    if candidate.fact.topic != new_topic:
+        return False
+    if normalised(candidate.fact.text) == normalised(new_text):
+        return True
+    return candidate.similarity is not None and candidate.similarity >= settings.confirm_similarity
+
+
+def moment_expires(new_kind: FactKind, new_topic: str, candidate: Fact) -> bool:
+    return new_kind is FactKind.MOMENT and candidate.kind is FactKind.MOMENT and candidate.topic == new_topic
+
+
+def judge_pair(
+    llm: LLM,
+    meter: UsageMeter,
+    earlier: Fact,
+    later_text: str,
+    later_day: date,
+    later_evidence: list[str],
+    settings: ConflictSettings,
+) -> PairDecision:
+    """Stage 1 (one token) for every pair; stage 2 (reason, then verdict) only for flagged pairs."""
+    probability = llm.yes_probability(
+        still_true_messages(earlier.text, earlier.valid_from, later_text, later_day), purpose="stage1", meter=meter
+    )
+    if probability >= settings.stage1_flag_below:
+        return PairDecision(False, "stage1", probability, "stage 1: earlier fact still true")
+    verdict = llm.structured(
+        conflict_verdict_messages(earlier.text, earlier.valid_from, later_text, later_day, later_evidence),
+        ConflictVerdict,
+        purpose="stage2",
+        meter=meter,
+        max_tokens=300,
+    )
+    return PairDecision(verdict.verdict == "no_longer_true", "stage2", probability, verdict.reasoning.strip())

@@ -1,0 +1,42 @@
+"""Premise guard: retired facts close to a message, each checked with "does the message assume this?"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lastknown_graph.embedders import Embedder
+from lastknown_graph.llm import LLM, UsageMeter
+from lastknown_graph.models import FactStatus
+from lastknown_graph.prompts.premise import premise_messages
+from lastknown_graph.store import Store
+
+
+@dataclass(frozen=True)
+class PremiseSettings:
+    # Retired facts nearest the message that are checked at all.
+    candidate_k: int = 5
+    # Below this cosine a retired fact has nothing to do with the message.
+    min_similarity: float = 0.2
+    # P("the message assumes it") at or above which the model is told what changed.
+    assumes_at_least: float = 0.5
+
+
+def premise_notes(
+    *, llm: LLM, embedder: Embedder, store: Store, user_id: str, message: str, settings: PremiseSettings,
+    meter: UsageMeter,
+) -> list[str]:
+    [embedding] = embedder.embed([message])
+    retired = store.similar_facts(user_id, embedding, settings.candidate_k, frozenset({FactStatus.RETIRED}))
+    nearby = [s.fact for s in retired if s.similarity >= settings.min_similarity]
+    if not nearby:
+        return []
+    replaced_by = {entry.fact.id: entry.replaced_by for entry in store.history(user_id)}
+    notes = []
+    for fact in nearby:
+        probability = llm.yes_probability(premise_messages(message, fact.text), purpose="premise", meter=meter)
+        if probability < settings.assumes_at_least:
+            continue
+        links = replaced_by.get(fact.id, ())
+        change = "; ".join(f"since {link.at.isoformat()}: {link.fact_text}" for link in links)
+        notes.append(f"The message may assume \"{fact.text}\", which is no longer true ({change or 'retired'}).")
+    return notes

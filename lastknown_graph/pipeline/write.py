@@ -1,0 +1,183 @@
+"""Turning one conversation into one atomic SessionWrite, and saying what it did.
+
+Nothing here writes: the plan is computed from a read of the store and the model's
+answers, then applied by the store in one transaction. Every index and id the model
+returns is checked against what it was shown.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+
+from lastknown_graph.embedders import Embedder
+from lastknown_graph.llm import LLM, UsageMeter
+from lastknown_graph.models import (
+    Confirmation,
+    Expiry,
+    FactKind,
+    MessageRecord,
+    NewFact,
+    Retirement,
+    SessionRecord,
+    SessionWrite,
+)
+from lastknown_graph.pipeline.conflicts import (
+    ConflictSettings,
+    find_candidates,
+    is_repetition,
+    judge_pair,
+    moment_expires,
+)
+from lastknown_graph.pipeline.grounding import ungrounded_terms
+from lastknown_graph.pipeline.text_checks import normalised
+from lastknown_graph.prompts.extraction import ExtractedFact, Extraction, extraction_messages
+from lastknown_graph.reports import (
+    AddedFact,
+    ConfirmedFact,
+    ExpiredFact,
+    KeptFact,
+    RejectedFact,
+    RetiredFact,
+)
+from lastknown_graph.store import Store
+
+logger = logging.getLogger(__name__)
+
+_MESSAGE_NAMESPACE = uuid.UUID("5b0c1d8e-2f43-4b8e-9a57-9d5f3c1e7a21")
+
+
+def message_id(user_id: str, session_id: str, index: int) -> str:
+    """Deterministic, so a retried write of the same session produces the same ids."""
+    return str(uuid.uuid5(_MESSAGE_NAMESPACE, f"{user_id}\x1f{session_id}\x1f{index}"))
+
+
+@dataclass
+class WritePlan:
+    change: SessionWrite
+    added: list[AddedFact] = field(default_factory=list)
+    confirmed: list[ConfirmedFact] = field(default_factory=list)
+    retired: list[RetiredFact] = field(default_factory=list)
+    expired: list[ExpiredFact] = field(default_factory=list)
+    kept: list[KeptFact] = field(default_factory=list)
+    rejected: list[RejectedFact] = field(default_factory=list)
+
+
+def _usable_facts(
+    extraction: Extraction, user_messages: list[str], rejected: list[RejectedFact]
+) -> list[tuple[ExtractedFact, list[int]]]:
+    usable: list[tuple[ExtractedFact, list[int]]] = []
+    seen: set[tuple[str, str]] = set()
+    for fact in extraction.facts:
+        text, topic = fact.text.strip(), fact.topic.strip().lower().replace(" ", "_")
+        if not text or not topic:
+            rejected.append(RejectedFact(text=fact.text, reason="empty text or topic"))
+            continue
+        evidence = sorted({i for i in fact.evidence if 0 <= i < len(user_messages)})
+        if len(evidence) != len(set(fact.evidence)):
+            logger.info("extraction cited message indices outside 0..%d; ignored", len(user_messages) - 1)
+        if not fact.inferred:
+            missing = ungrounded_terms(text, user_messages)
+            if missing:
+                rejected.append(RejectedFact(text=text, reason=f"not in the user's words: {', '.join(missing)}"))
+                continue
+        key = (normalised(text), topic)
+        if key in seen:
+            continue
+        seen.add(key)
+        usable.append((fact.model_copy(update={"text": text, "topic": topic}), evidence or list(
+            range(len(user_messages))
+        )))
+    return usable
+
+
+def plan_write(
+    *,
+    llm: LLM,
+    embedder: Embedder,
+    store: Store,
+    settings: ConflictSettings,
+    meter: UsageMeter,
+    user_id: str,
+    session_id: str,
+    day: date,
+    user_messages: list[str],
+) -> WritePlan:
+    messages = tuple(
+        MessageRecord(id=message_id(user_id, session_id, i), index=i, text=text)
+        for i, text in enumerate(user_messages)
+    )
+    rejected: list[RejectedFact] = []
+    extraction = llm.structured(
+        extraction_messages(user_messages, day), Extraction, purpose="extraction", meter=meter, max_tokens=1500
+    )
+    usable = _usable_facts(extraction, user_messages, rejected)
+    embeddings = embedder.embed([fact.text for fact, _ in usable]) if usable else []
+
+    plan = WritePlan(
+        change=SessionWrite(
+            user_id=user_id, session=SessionRecord(id=session_id, date=day),
+            recorded_at=datetime.now(UTC), messages=messages,
+        ),
+        rejected=rejected,
+    )
+    new_facts: list[NewFact] = []
+    confirmations: list[Confirmation] = []
+    retirements: list[Retirement] = []
+    expiries: list[Expiry] = []
+    touched: set[str] = set()
+
+    for (fact, evidence), embedding in zip(usable, embeddings, strict=True):
+        kind = FactKind(fact.kind)
+        source_ids = tuple(messages[i].id for i in evidence)
+        candidates = [c for c in find_candidates(store, user_id, fact.topic, embedding, settings)
+                      if c.fact.id not in touched]
+        repeated = next((c for c in candidates if is_repetition(fact.text, fact.topic, c, settings)), None)
+        if repeated is not None:
+            touched.add(repeated.fact.id)
+            confirmations.append(Confirmation(fact_id=repeated.fact.id, source_message_ids=source_ids))
+            plan.confirmed.append(ConfirmedFact(fact_id=repeated.fact.id, text=repeated.fact.text, said_as=fact.text))
+            continue
+        new_id = f"fact-{uuid.uuid4()}"
+        new_facts.append(NewFact(
+            id=new_id, text=fact.text, topic=fact.topic, inferred=fact.inferred, kind=kind,
+            embedding=tuple(embedding), source_message_ids=source_ids,
+        ))
+        plan.added.append(AddedFact(fact_id=new_id, text=fact.text, topic=fact.topic, kind=str(kind),
+                                    inferred=fact.inferred))
+        for candidate in candidates:
+            earlier = candidate.fact
+            if earlier.id in touched:
+                continue
+            if moment_expires(kind, fact.topic, earlier):
+                touched.add(earlier.id)
+                expiries.append(Expiry(old_fact_id=earlier.id, new_fact_id=new_id))
+                plan.expired.append(ExpiredFact(old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id,
+                                                new_text=fact.text))
+                continue
+            if kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
+                continue
+            decision = judge_pair(llm, meter, earlier, fact.text, day, [user_messages[i] for i in evidence], settings)
+            if decision.retire:
+                touched.add(earlier.id)
+                retirements.append(Retirement(old_fact_id=earlier.id, new_fact_id=new_id, stage=decision.stage,
+                                              reason=decision.reason or "no longer true"))
+                plan.retired.append(RetiredFact(
+                    old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id, new_text=fact.text,
+                    stage=decision.stage, reason=decision.reason,
+                    still_true_probability=decision.still_true_probability,
+                ))
+            else:
+                plan.kept.append(KeptFact(fact_id=earlier.id, text=earlier.text, against=fact.text,
+                                          stage=decision.stage,
+                                          still_true_probability=decision.still_true_probability))
+
+    plan.change = plan.change.model_copy(update={
+        "new_facts": tuple(new_facts), "confirmations": tuple(confirmations),
+        "retirements": tuple(retirements), "expiries": tuple(expiries),
+    })
+    # model_copy skips validation; validate the final change so a planning bug cannot reach the store.
+    plan.change = SessionWrite.model_validate(plan.change.model_dump())
+    return plan

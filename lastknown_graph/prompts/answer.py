@@ -1,0 +1,15 @@
+"""The answer call of ``ask()``: the whole current state, what stopped being true, and premise notes."""
+
+from __future__ import annotations
+
+SYSTEM = """You are a helpful assistant with a memory of the user. Act on what is true about the user now. \
+Facts under "No longer true" are history: never act on them as if they still held. If a premise note says \
+the user's message assumes something outdated, say briefly what changed and answer for the current state."""
+
+
+def answer_messages(context: str, premise_notes: list[str], question: str) -> list[dict[str, str]]:
+    notes = "\n".join(f"- {note}" for note in premise_notes)
+    system = f"{SYSTEM}\n\n{context}"
+    if notes:
+        system += f"\n\nPremise notes for this message:\n{notes}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": question}]

@@ -1,0 +1,98 @@
+"""What ``write()``, ``ask()`` and forgetting report back: plain, serialisable models."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Report(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class UsageCounts(Report):
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class UsageReport(Report):
+    """LLM calls and tokens spent, in total and per kind of call (extraction, stage1, stage2, ...)."""
+
+    total: UsageCounts = UsageCounts()
+    by_purpose: dict[str, UsageCounts] = {}
+
+
+class AddedFact(Report):
+    fact_id: str
+    text: str
+    topic: str
+    kind: str
+    inferred: bool
+
+
+class ConfirmedFact(Report):
+    fact_id: str
+    text: str
+    said_as: str
+
+
+class RetiredFact(Report):
+    old_fact_id: str
+    old_text: str
+    new_fact_id: str
+    new_text: str
+    stage: str
+    reason: str
+    still_true_probability: float | None
+
+
+class ExpiredFact(Report):
+    old_fact_id: str
+    old_text: str
+    new_fact_id: str
+    new_text: str
+
+
+class RejectedFact(Report):
+    text: str
+    reason: str
+
+
+class KeptFact(Report):
+    """A checked pair where the earlier fact stays true (stage 2 said so, or stage 1 did not flag it)."""
+
+    fact_id: str
+    text: str
+    against: str
+    stage: str
+    still_true_probability: float | None
+
+
+class WriteReport(Report):
+    user_id: str
+    session_id: str
+    date: date
+    already_written: bool
+    messages_stored: int = 0
+    added: tuple[AddedFact, ...] = ()
+    confirmed: tuple[ConfirmedFact, ...] = ()
+    retired: tuple[RetiredFact, ...] = ()
+    expired: tuple[ExpiredFact, ...] = ()
+    kept: tuple[KeptFact, ...] = ()
+    rejected: tuple[RejectedFact, ...] = ()
+    usage: UsageReport = UsageReport()
+
+
+class Answer(Report):
+    text: str
+    premise_notes: tuple[str, ...]
+    context: str
+    usage: UsageReport
+
+
+class ForgetReport(Report):
+    forgotten: tuple[str, ...]
+    fact_ids: tuple[str, ...]
+    redacted_messages: int
