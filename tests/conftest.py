@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from tests.builders import DIMENSION
 
@@ -24,6 +25,12 @@ TEST_HTTP_PORT = 17474
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "neo4j_server: starts and stops its own Neo4j server (slow)")
+
+
+@pytest.fixture(scope="session")
+def embedder() -> LocalEmbedder:
+    """The real bundled all-MiniLM-L6-v2, loaded once per test session (loading torch takes seconds)."""
+    return LocalEmbedder()
 
 
 @pytest.fixture(scope="session")

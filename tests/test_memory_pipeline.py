@@ -78,11 +78,6 @@ SERVERS = {
 }
 
 
-@pytest.fixture(scope="session")
-def embedder() -> LocalEmbedder:
-    return LocalEmbedder()
-
-
 @pytest.fixture(params=sorted(SERVERS))
 def server(request: pytest.FixtureRequest) -> Iterator[ScriptedLLMServer]:
     with ScriptedLLMServer(scenario_rules(), **SERVERS[request.param]) as scripted:
