@@ -53,5 +53,5 @@ def test_api_embedder_batches_and_keeps_order() -> None:
 
 def test_api_embedder_unreachable_raises_a_typed_error() -> None:
     embedder = APIEmbedder(base_url="http://127.0.0.1:9/v1", model="m", api_key="x", max_retries=1, backoff_s=0.01)
-    with pytest.raises(EmbedderError, match="127.0.0.1:9"):
+    with pytest.raises(EmbedderError, match=r"127\.0\.0\.1:9"):
         embedder.embed(["hello"])
