@@ -7,6 +7,7 @@ rule says, so these tests check what the pipeline does with the answers, not mod
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -306,3 +307,23 @@ def test_bad_input_is_refused_before_anything_is_stored(
         memory.write(messages, date=date, session=session)
     assert memory.current() == []
     assert llamacpp_server.chat_requests("extraction") == []
+
+
+@pytest.mark.parametrize("failing_purpose", ["extraction", "stage1", "stage2"])
+def test_an_llm_failure_mid_write_leaves_memory_exactly_as_it_was(
+    embedder: LocalEmbedder, store: Store, failing_purpose: str
+) -> None:
+    from lastknown_graph.llm import LLMUnavailableError
+
+    with ScriptedLLMServer(scenario_rules(), **SERVERS["llamacpp_like"]) as healthy:
+        memory = memory_for(healthy, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+    before = memory.export().canonical()
+    failing = [Rule(purpose=failing_purpose, reply=Reply.failure(503, "overloaded")), *scenario_rules()]
+    with ScriptedLLMServer(failing, **SERVERS["llamacpp_like"]) as broken:
+        memory.llm = LLM(base_url=broken.base_url, model="scripted", api_key="x", backoff_s=0.001, max_retries=1)
+        with pytest.raises(LLMUnavailableError, match=re.escape(broken.base_url)):
+            memory.write(SEP, date="2024-09-03", session="s-sep")
+        assert len(broken.chat_requests(failing_purpose)) == 2
+    assert memory.export().canonical() == before
+    assert not memory.store.session_exists(memory.user, "s-sep")
