@@ -38,6 +38,8 @@ Server behaviour
 does: HTTP 500 with pydantic's "1 validation error: ... literal_error ... response_format" as the
 error message (``json_schema_refusal_status=422`` gives FastAPI's usual 422 body instead);
 ``supports_json_object=False`` refuses json_object with 400;
+``drops_system_messages=True`` leaves system messages out of the prompt token count, as
+llama-cpp-python's "gemma" chat format does (it drops them without a word);
 ``supports_logprobs=False`` answers with ``"logprobs": null`` (or refuses with 400 when
 ``reject_logprobs=True``); ``strict_fields=True`` refuses top-level fields OpenAI does not know
 (such as ``enable_thinking``) like OpenAI does; ``requires_max_completion_tokens=True`` refuses
@@ -315,6 +317,7 @@ class ScriptedLLMServer:
     strict_fields: bool = False
     requires_max_completion_tokens: bool = False
     usage: bool = True
+    drops_system_messages: bool = False
     default: Reply | str | None = None
     model: str = "scripted-model"
     embedding_dimension: int = 32
@@ -523,7 +526,12 @@ class ScriptedLLMServer:
             "choices": [choice],
         }
         if self.usage:
-            prompt_words = sum(word_count(str(message.get("content", ""))) for message in request.messages)
+            # A server whose chat template drops system messages never counts (or shows) them.
+            prompt_words = sum(
+                word_count(str(message.get("content", "")))
+                for message in request.messages
+                if not (self.drops_system_messages and message.get("role") == "system")
+            )
             prompt = reply.prompt_tokens if reply.prompt_tokens is not None else prompt_words
             completion = reply.completion_tokens if reply.completion_tokens is not None else word_count(content)
             payload["usage"] = {

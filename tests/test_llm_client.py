@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -111,9 +112,9 @@ def test_capabilities_are_detected_once(
         assert len(caps.fallbacks) == len(fallback_words)
         for words, note in zip(fallback_words, caps.fallbacks, strict=True):
             assert words in note
-        assert len(probes(server)) == 3  # a refused probe is not retried, even when refused with a 500
+        assert len(probes(server)) == 5  # a refused probe is not retried, even when refused with a 500
         assert llm.capabilities() == caps
-        assert len(server.requests) == 3
+        assert len(server.requests) == 5
 
 
 def test_detection_happens_once_across_calls_and_threads() -> None:
@@ -130,7 +131,7 @@ def test_detection_happens_once_across_calls_and_threads() -> None:
         llm.yes_probability(MESSAGES, purpose="stage1")
         llm.structured(MESSAGES, Verdict, purpose="verdict")
         assert len(set(results)) == 1
-        assert len(probes(server)) == 3
+        assert len(probes(server)) == 5
         assert len(server.chat_requests("verdict")) == 2
 
 
@@ -138,7 +139,7 @@ def test_probes_are_metered_under_their_own_purpose(full: ScriptedLLMServer) -> 
     full.add(Rule(reply=Reply.yes(0.6)))
     meter = UsageMeter()
     make_llm(full).yes_probability(MESSAGES, purpose="stage1", meter=meter)
-    assert meter.by_purpose()[PROBE_PURPOSE].calls == 3
+    assert meter.by_purpose()[PROBE_PURPOSE].calls == 5
     assert meter.by_purpose()["stage1"].calls == 1
 
 
@@ -471,9 +472,13 @@ def test_thinking_fields_refused_by_a_strict_server_are_dropped_and_remembered()
         llm = make_llm(server, thinking_switch=True)
         assert llm.text(MESSAGES, purpose="answer") == "ok"
         assert llm.text(MESSAGES, purpose="answer") == "ok"
+        # text() detects capabilities first, so the first probe meets the refusals and the answers do not.
         statuses = [(r.status, "chat_template_kwargs" in r.body, "enable_thinking" in r.body)
-                    for r in server.chat_requests("answer")]
-        assert statuses == [(400, True, True), (400, False, True), (200, False, False), (200, False, False)]
+                    for r in server.requests if r.path.endswith("/chat/completions")]
+        assert statuses[:3] == [(400, True, True), (400, False, True), (200, False, False)]
+        answers = [(r.status, "chat_template_kwargs" in r.body, "enable_thinking" in r.body)
+                   for r in server.chat_requests("answer")]
+        assert answers == [(200, False, False), (200, False, False)]
 
 
 def test_max_tokens_refusal_switches_to_max_completion_tokens() -> None:
@@ -481,9 +486,11 @@ def test_max_tokens_refusal_switches_to_max_completion_tokens() -> None:
         llm = make_llm(server)
         assert llm.text(MESSAGES, purpose="answer", max_tokens=77) == "ok"
         assert llm.text(MESSAGES, purpose="answer", max_tokens=77) == "ok"
+        first = next(r for r in server.requests if r.path.endswith("/chat/completions"))
+        assert first.status == 400 and "max_tokens" in first.body
         bodies = [r.body for r in server.chat_requests("answer")]
-        assert ["max_tokens" in b for b in bodies] == [True, False, False]
-        assert bodies[2]["max_completion_tokens"] == 77
+        assert ["max_tokens" in b for b in bodies] == [False, False]
+        assert bodies[0]["max_completion_tokens"] == 77
 
 
 def test_refused_temperature_is_left_to_the_server() -> None:
@@ -522,7 +529,9 @@ def test_usage_meter_counts_calls_and_tokens_per_purpose(full: ScriptedLLMServer
 def test_usage_counts_zero_tokens_when_the_server_reports_none() -> None:
     with ScriptedLLMServer([Rule(reply="Some words here.")], usage=False) as server:
         meter = UsageMeter()
-        make_llm(server).text(MESSAGES, purpose="answer", meter=meter)
+        llm = make_llm(server)
+        llm.capabilities()  # probes outside the meter
+        llm.text(MESSAGES, purpose="answer", meter=meter)
         assert meter.by_purpose() == {"answer": Usage(calls=1, prompt_tokens=0, completion_tokens=0)}
 
 
@@ -600,3 +609,44 @@ def test_strip_thinking_and_yes_no() -> None:
     assert read_yes_no("Nope") is None
     assert read_yes_no("Not sure") is None
     assert read_yes_no("<think>yes?</think>No.") is False
+
+
+def test_a_server_that_drops_system_messages_gets_them_in_the_first_user_turn() -> None:
+    with ScriptedLLMServer([Rule(purpose="answer", reply="ok")], drops_system_messages=True) as server:
+        llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
+        capabilities = llm.capabilities()
+        assert capabilities.system_messages is False
+        assert any("system messages" in note for note in capabilities.fallbacks)
+        llm.text([{"role": "system", "content": "Memory: lives in Phoenix."},
+                  {"role": "user", "content": "Where do I live?"}], purpose="answer")
+        [sent] = server.chat_requests("answer")
+        assert [m["role"] for m in sent.messages] == ["user"]
+        assert sent.messages[0]["content"] == "Memory: lives in Phoenix.\n\nWhere do I live?"
+
+
+def test_a_server_that_keeps_system_messages_gets_them_unchanged(full: ScriptedLLMServer) -> None:
+    full.add(Rule(purpose="answer", reply="ok"))
+    llm = LLM(base_url=full.base_url, model="scripted", api_key="x", backoff_s=0.001)
+    assert llm.capabilities().system_messages is True
+    llm.text([{"role": "system", "content": "Memory."}, {"role": "user", "content": "Hi"}], purpose="answer")
+    assert [m["role"] for m in full.chat_requests("answer")[-1].messages] == ["system", "user"]
+
+
+def test_length_bounds_are_left_out_of_the_schema_sent_to_servers() -> None:
+    from pydantic import BaseModel, Field
+
+    class Bounded(BaseModel):
+        reasoning: str = Field(max_length=1200)
+        items: list[int] = Field(max_length=40)
+
+    schema = json.dumps(strict_json_schema(Bounded))
+    assert "maxLength" not in schema and "maxItems" not in schema
+    assert '"reasoning"' in schema and '"items"' in schema
+
+
+def test_json_with_a_raw_newline_inside_a_string_is_read() -> None:
+    from lastknown_graph.llm.json_reading import read_json_object
+
+    assert read_json_object('{ "facts": [{"text": "On the train.\n" ,"topic": "x"}]}') == {
+        "facts": [{"text": "On the train.\n", "topic": "x"}]
+    }

@@ -327,3 +327,14 @@ def test_an_llm_failure_mid_write_leaves_memory_exactly_as_it_was(
         assert len(broken.chat_requests(failing_purpose)) == 2
     assert memory.export().canonical() == before
     assert not memory.store.session_exists(memory.user, "s-sep")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("location", "location"), ("Current Activity", "current_activity"), ("diet/food", "diet_food"),
+     ("i_work_at_a_bakery_downtown.", ""), ("42", ""), ("", "")],
+)
+def test_topics_are_short_snake_case_attribute_names(raw: str, expected: str) -> None:
+    from lastknown_graph.pipeline.write import topic_key
+
+    assert topic_key(raw) == expected

@@ -64,6 +64,7 @@ class ServerCapabilities:
     json_schema: bool
     json_object: bool
     logprobs: bool
+    system_messages: bool = True
     fallbacks: tuple[str, ...] = ()
 
     @property
@@ -84,6 +85,7 @@ class _RequestShape:
     send_temperature: bool = True
     thinking_template_kwargs: bool = True
     thinking_top_level: bool = True
+    merge_system: bool = False
 
 
 @dataclass
@@ -112,6 +114,7 @@ class _YesNoAnswer(BaseModel):
 
 _PROBE_JSON_MESSAGES = [{"role": "user", "content": 'Reply with this JSON object and nothing else: {"ok": true}'}]
 _PROBE_YES_NO_MESSAGES = [{"role": "user", "content": "Is water wet? Answer with one word: Yes or No."}]
+_PROBE_SYSTEM_MESSAGE = {"role": "system", "content": "You answer questions about the physical world briefly."}
 
 
 def _env_flag(name: str) -> bool:
@@ -154,12 +157,18 @@ def _trimmed(text: str) -> str:
     return text if len(text) <= QUOTED_OUTPUT_CHARS else text[:QUOTED_OUTPUT_CHARS] + "…"
 
 
+# "default": a strict server asks for every field anyway. Length bounds: llama.cpp compiles them into
+# grammar rules and a bound such as maxLength 1200 exceeds its limits (llama-cpp-python 0.3.36 then
+# crashes); pydantic still enforces every bound when the answer is read.
+_DROPPED_SCHEMA_KEYS = frozenset({"default", "maxLength", "minLength", "maxItems", "minItems"})
+
+
 def strict_json_schema(answer: type[BaseModel]) -> dict[str, Any]:
     """The answer model's JSON schema in the form strict structured-output servers require.
 
-    Every object lists all its properties as required and allows no others, and ``default`` is
-    dropped (a strict server asks for every field anyway). Field descriptions stay: they tell the
-    model what each field means.
+    Every object lists all its properties as required and allows no others; defaults and length
+    bounds are dropped (see _DROPPED_SCHEMA_KEYS). Field descriptions stay: they tell the model
+    what each field means.
     """
     root = answer.model_json_schema()
     definitions: dict[str, Any] = root.get("$defs", {})
@@ -176,7 +185,7 @@ def strict_json_schema(answer: type[BaseModel]) -> dict[str, Any]:
             return strict(merged, inlining | {name})
         result: dict[str, object] = {}
         for key, value in node.items():
-            if key == "default":
+            if key in _DROPPED_SCHEMA_KEYS:
                 continue
             if key in ("properties", "$defs") and isinstance(value, dict):
                 result[key] = {field_name: strict(schema, inlining) for field_name, schema in value.items()}
@@ -212,6 +221,19 @@ def _with_instruction(messages: list[dict[str, str]], instruction: str) -> list[
     else:
         copied.append({"role": "user", "content": instruction})
     return copied
+
+
+def _system_merged(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """System messages folded into the first user turn, for servers whose template drops them."""
+    system = "\n\n".join(m.get("content", "") for m in messages if m.get("role") == "system")
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    if not system:
+        return rest
+    for message in rest:
+        if message.get("role") == "user":
+            message["content"] = f"{system}\n\n{message.get('content', '')}"
+            return rest
+    return [{"role": "user", "content": system}, *rest]
 
 
 def _content(response: ChatCompletion) -> tuple[str, str | None]:
@@ -403,6 +425,7 @@ class LLM:
         self, messages: list[dict[str, str]], *, purpose: str, meter: UsageMeter | None = None, max_tokens: int = 400
     ) -> str:
         """The model's reply as text, thinking blocks removed; an empty reply is asked again."""
+        self._capabilities(meter)  # whether system messages reach the model decides how they are sent
         failures = 0
         while True:
             try:
@@ -501,7 +524,10 @@ class LLM:
                 {"type": "json_object", "schema": strict_json_schema(_ProbeAnswer)}, meter
             )
             logprobs = self._probe_logprobs(meter)
-            detected = ServerCapabilities(json_schema=json_schema, json_object=json_object, logprobs=logprobs)
+            system_messages = self._probe_system_messages(meter)
+            detected = ServerCapabilities(
+                json_schema=json_schema, json_object=json_object, logprobs=logprobs, system_messages=system_messages
+            )
             notes: list[str] = []
             if detected.structured_mode == "json_object":
                 notes.append("structured output: json_object with a schema (server refused json_schema)")
@@ -512,12 +538,15 @@ class LLM:
                 )
             if not logprobs:
                 notes.append("yes/no questions: a short Yes/No reply (server gives no logprobs)")
+            if not system_messages:
+                notes.append("system messages: merged into the first user turn (server ignores system messages)")
             for note in notes:
                 logger.info("LLM endpoint %s: falling back to %s", self._base_url, note)
             if not notes:
                 logger.info("LLM endpoint %s: json_schema and logprobs supported", self._base_url)
             with self._state_lock:
                 self._state.fallbacks.extend(notes)
+                self._state.shape.merge_system = not system_messages
                 self._state.detected = detected
                 return self._current_capabilities()
 
@@ -529,6 +558,7 @@ class LLM:
             json_schema=detected.json_schema,
             json_object=detected.json_object,
             logprobs=detected.logprobs,
+            system_messages=detected.system_messages,
             fallbacks=tuple(self._state.fallbacks),
         )
 
@@ -552,6 +582,23 @@ class LLM:
             logger.debug("logprobs probe refused: %s", rejected.detail)
             return False
         return _top_logprobs(response) is not None
+
+    def _probe_system_messages(self, meter: UsageMeter | None) -> bool:
+        """Whether the server shows the model system messages at all.
+
+        Some chat templates (llama-cpp-python's "gemma" format) drop them without a word, and the
+        whole memory would silently never reach the model. Sent with and without a system message,
+        the same user turn must cost more prompt tokens with it; without usage counts, assume kept.
+        """
+        counts = []
+        for messages in (_PROBE_YES_NO_MESSAGES, [_PROBE_SYSTEM_MESSAGE, *_PROBE_YES_NO_MESSAGES]):
+            try:
+                response = self._complete(messages, purpose=PROBE_PURPOSE, meter=meter, max_tokens=1)
+            except _RejectedError as rejected:
+                logger.debug("system message probe refused: %s", rejected.detail)
+                return True
+            counts.append(response.usage.prompt_tokens if response.usage is not None else 0)
+        return not (counts[0] > 0 and counts[0] == counts[1])
 
     def _structured_mode(self) -> StructuredMode:
         with self._state_lock:
@@ -613,7 +660,7 @@ class LLM:
             shape = _RequestShape(**vars(self._state.shape))
         request: dict[str, Any] = {
             "model": self._model_id(),
-            "messages": messages,
+            "messages": _system_merged(messages) if shape.merge_system else messages,
             shape.max_tokens_field: max_tokens,
             "extra_headers": {PURPOSE_HEADER: purpose},
         }

@@ -69,7 +69,7 @@ def _first_object(text: str) -> dict[str, Any] | None:
             # Unbalanced from here on: no later "{" can close either.
             return None
         try:
-            value = json.loads(text[start:end])
+            value = json.loads(text[start:end], strict=False)  # raw newlines inside strings are common
         except json.JSONDecodeError:
             value = None
         if isinstance(value, dict):

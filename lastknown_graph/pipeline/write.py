@@ -8,6 +8,7 @@ returns is checked against what it was shown.
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -49,6 +50,17 @@ logger = logging.getLogger(__name__)
 _MESSAGE_NAMESPACE = uuid.UUID("5b0c1d8e-2f43-4b8e-9a57-9d5f3c1e7a21")
 
 
+MAX_TOPIC_CHARS = 40  # topics name an attribute ("location"); a sentence in that field is a model slip
+
+
+def topic_key(raw: str) -> str:
+    """snake_case topic, or "" when the model's topic is not a short attribute name."""
+    topic = re.sub(r"[^a-z0-9]+", "_", raw.lower()).strip("_")
+    if not topic or not topic[0].isalpha() or len(topic) > MAX_TOPIC_CHARS or topic.count("_") > 3:
+        return ""
+    return topic
+
+
 def message_id(user_id: str, session_id: str, index: int) -> str:
     """Deterministic, so a retried write of the same session produces the same ids."""
     return str(uuid.uuid5(_MESSAGE_NAMESPACE, f"{user_id}\x1f{session_id}\x1f{index}"))
@@ -71,9 +83,9 @@ def _usable_facts(
     usable: list[tuple[ExtractedFact, list[int]]] = []
     seen: set[tuple[str, str]] = set()
     for fact in extraction.facts:
-        text, topic = fact.text.strip(), fact.topic.strip().lower().replace(" ", "_")
+        text, topic = fact.text.strip(), topic_key(fact.topic)
         if not text or not topic:
-            rejected.append(RejectedFact(text=fact.text, reason="empty text or topic"))
+            rejected.append(RejectedFact(text=fact.text, reason=f"empty text or unusable topic {fact.topic!r}"))
             continue
         evidence = sorted({i for i in fact.evidence if 0 <= i < len(user_messages)})
         if len(evidence) != len(set(fact.evidence)):
