@@ -67,9 +67,10 @@ def scripted_rules() -> list[Rule]:
         ]})),
         Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=Reply.yes(0.12)),
         Rule(purpose="stage1", reply=Reply.yes(0.96)),
-        Rule(purpose="stage2", reply=Reply.json({
+        Rule(purpose="stage2", contains="Lives in Portland", reply=Reply.json({
             "reasoning": "Bark scorpions and dry heat point to a hot desert; Portland is rainy and temperate.",
             "verdict": "no_longer_true"})),
+        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can be true at once.", "verdict": "still_true"})),
         Rule(purpose="premise", contains=["Portland", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", reply="(scripted) Last time you mentioned scorpions and dry heat, so it sounds "

@@ -61,11 +61,12 @@ def scenario_rules() -> list[Rule]:
         Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=Reply.yes(0.1)),
         Rule(purpose="stage1", contains=["Works at a bakery", "nurse"], reply=Reply.yes(0.05)),
         Rule(purpose="stage1", reply=Reply.yes(0.97)),
-        Rule(purpose="stage2", contains="Lives in Portland", reply=Reply.json({
+        Rule(purpose="stage2", contains=["Lives in Portland", "desert"], reply=Reply.json({
             "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
             "verdict": "no_longer_true"})),
-        Rule(purpose="stage2", contains="Works at a bakery", reply=Reply.json({
+        Rule(purpose="stage2", contains=["Works at a bakery", "nurse"], reply=Reply.json({
             "reasoning": "The user says they now work as a nurse.", "verdict": "no_longer_true"})),
+        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold at once.", "verdict": "still_true"})),
         Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", reply="(scripted answer)"),
@@ -110,8 +111,11 @@ def test_implied_move_retires_portland_on_every_server_kind(
     assert [(r.old_text, r.new_text, r.stage) for r in second.retired] == [
         ("Lives in Portland", "Lives in a hot desert region", "stage2")]
     assert "desert" in second.retired[0].reason
-    assert second.retired[0].still_true_probability == pytest.approx(0.1, abs=0.02) or \
-        server.chat_requests("stage1")[0].wants_logprobs is False
+    if server.supports_logprobs:
+        assert second.retired[0].still_true_probability == pytest.approx(0.1, abs=0.02)
+    else:  # a bare Yes/No cannot flag generously: every pair goes straight to stage 2
+        assert second.retired[0].still_true_probability is None
+        assert server.chat_requests("stage1") == []
     assert [(e.old_text, e.new_text) for e in second.expired] == [
         ("Is on the train to work", "Is making coffee before work")]
 

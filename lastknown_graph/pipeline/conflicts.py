@@ -21,10 +21,15 @@ from lastknown_graph.store import Store
 
 @dataclass(frozen=True)
 class ConflictSettings:
-    # Nearest current facts checked per new fact, besides every current fact on its topic.
-    candidate_k: int = 6
-    # Below this cosine a vector neighbour on another topic is noise, not a candidate.
-    min_candidate_similarity: float = 0.2
+    # Nearest current facts checked per new fact (bench/results/candidate-recall.md measures these).
+    candidate_k: int = 8
+    # The nearest few are always checked: implied changes ("tore my ACL" vs "training for a marathon")
+    # can sit at cosine 0.15 with all-MiniLM-L6-v2 and still be the fact that changed.
+    always_check_nearest: int = 3
+    # Beyond the nearest few, a neighbour below this cosine is noise, not a candidate.
+    min_candidate_similarity: float = 0.1
+    # Current facts on the same topic that are checked besides the neighbours (most recent first).
+    max_topic_candidates: int = 6
     # At or above this cosine a statement on the same topic is the same fact said again.
     confirm_similarity: float = 0.9
     # Stage 1 flags a pair for stage 2 when P(earlier still true) falls below this. Stage 1 is
@@ -42,7 +47,7 @@ class Candidate:
 class PairDecision:
     retire: bool
     stage: str
-    still_true_probability: float
+    still_true_probability: float | None  # None: no stage 1 (the server gives no logprobs)
     reason: str
 
 
@@ -50,10 +55,14 @@ def find_candidates(
     store: Store, user_id: str, topic: str, embedding: list[float], settings: ConflictSettings
 ) -> list[Candidate]:
     by_id: dict[str, Candidate] = {
-        f.id: Candidate(f, None) for f in store.facts_on_topic(user_id, topic)
+        f.id: Candidate(f, None) for f in store.facts_on_topic(user_id, topic)[: settings.max_topic_candidates]
     }
-    for scored in store.similar_facts(user_id, embedding, settings.candidate_k):
-        if scored.similarity >= settings.min_candidate_similarity or scored.fact.topic == topic:
+    for rank, scored in enumerate(store.similar_facts(user_id, embedding, settings.candidate_k)):
+        if (
+            rank < settings.always_check_nearest
+            or scored.similarity >= settings.min_candidate_similarity
+            or scored.fact.topic == topic
+        ):
             by_id[scored.fact.id] = Candidate(scored.fact, scored.similarity)
     return sorted(by_id.values(), key=lambda c: (c.fact.topic != topic, -(c.similarity or -1.0), c.fact.id))
 
@@ -79,12 +88,18 @@ def judge_pair(
     later_evidence: list[str],
     settings: ConflictSettings,
 ) -> PairDecision:
-    """Stage 1 (one token) for every pair; stage 2 (reason, then verdict) only for flagged pairs."""
-    probability = llm.yes_probability(
-        still_true_messages(earlier.text, earlier.valid_from, later_text, later_day), purpose="stage1", meter=meter
-    )
-    if probability >= settings.stage1_flag_below:
-        return PairDecision(False, "stage1", probability, "stage 1: earlier fact still true")
+    """Stage 1 (one token) for every pair; stage 2 (reason, then verdict) only for flagged pairs.
+
+    Without logprobs stage 1 is a bare Yes/No that cannot flag generously, so every pair goes to stage 2.
+    """
+    probability: float | None = None
+    if llm.capabilities().logprobs:
+        probability = llm.yes_probability(
+            still_true_messages(earlier.text, earlier.valid_from, later_text, later_day),
+            purpose="stage1", meter=meter,
+        )
+        if probability >= settings.stage1_flag_below:
+            return PairDecision(False, "stage1", probability, "stage 1: earlier fact still true")
     verdict = llm.structured(
         conflict_verdict_messages(earlier.text, earlier.valid_from, later_text, later_day, later_evidence),
         ConflictVerdict,

@@ -10,17 +10,35 @@ import re
 
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-# Capitalised words that open a fact or are English function words are not names.
+# Capitalised English function words are never names.
 _NOT_NAMES = frozenset({"i", "i'm", "i've", "the", "a", "an", "user", "they", "he", "she", "their", "his", "her"})
+# Words that open a fact in the third person ("Lives in ...", "Has a dog"). Any other capitalised
+# word opening a fact is checked like a name, so "Kiwi is the user's name" is not waved through.
+_FACT_OPENERS = frozenset("""
+is are was were has have had does did do can cannot can't will would used lives lived living works worked working
+likes liked loves loved hates hated prefers preferred enjoys enjoyed dislikes wants wanted needs needed plans planned
+planning owns owned keeps kept feels felt thinks believes studies studied studying attends attended goes went
+travels traveled travelling traveling trains training runs ran takes took uses drives rides reads writes watches
+listens cooks bakes grows raises volunteers teaches taught learns learning learned speaks eats drinks plays played
+moved moving started starting stopped quit left joined visited visits became becoming got gets recently currently
+often usually always never sometimes still no not married divorced single engaged pregnant expecting allergic
+vegan vegetarian retired unemployed new old wife husband partner daughter son mother father sister brother
+friend dog cat pet child children kids family job home apartment house car bike favorite favourite prefers
+shops buys bought sells sold saves saved spends spent finished finishing graduated graduating considers
+considering dreams hopes tries tried avoids avoided suffers suffered recovering recovered sees saw meets met calls
+""".split())  # noqa: SIM905 - a word list reads better as text
 
 
 def _proper_nouns(text: str) -> list[str]:
     nouns = []
     for match in _WORD.finditer(text):
         word = match.group(0)
+        if not word[0].isupper() or word.lower() in _NOT_NAMES:
+            continue
         starts_sentence = match.start() == 0 or re.search(r"[.!?:;]\s*$", text[: match.start()]) is not None
-        if word[0].isupper() and not starts_sentence and word.lower() not in _NOT_NAMES:
-            nouns.append(re.sub(r"['’]s$", "", word))
+        if starts_sentence and word.lower() in _FACT_OPENERS:
+            continue
+        nouns.append(re.sub(r"['’]s$", "", word))
     return nouns
 
 
