@@ -21,6 +21,8 @@ MESSAGES = ["I've been in Portland for 12 years, my dog Biscuit hates the rain."
         ("Kiwi is the user's name", ["Kiwi"]),
         ("Sees Dr. Kiwi every month", ["Dr", "Kiwi"]),
         ("Works at Google. Biscuit is a dog", ["Google"]),
+        ("Hikes the Forest Park loop with Biscuit", ["Forest", "Park"]),
+        ("Adopted Biscuit in 12 years", []),
     ],
 )
 def test_names_and_numbers_must_come_from_the_users_words(fact: str, missing: list[str]) -> None:

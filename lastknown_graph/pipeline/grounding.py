@@ -29,6 +29,12 @@ considering dreams hopes tries tried avoids avoided suffers suffered recovering 
 """.split())  # noqa: SIM905 - a word list reads better as text
 
 
+def _looks_like_a_verb(word: str) -> bool:
+    """Third-person, past or -ing forms ("Hikes", "Adopted", "Running") open facts; names rarely end so."""
+    lowered = word.lower()
+    return len(lowered) > 3 and lowered.endswith(("s", "ed", "ing"))
+
+
 def _proper_nouns(text: str) -> list[str]:
     nouns = []
     for match in _WORD.finditer(text):
@@ -36,7 +42,7 @@ def _proper_nouns(text: str) -> list[str]:
         if not word[0].isupper() or word.lower() in _NOT_NAMES:
             continue
         starts_sentence = match.start() == 0 or re.search(r"[.!?:;]\s*$", text[: match.start()]) is not None
-        if starts_sentence and word.lower() in _FACT_OPENERS:
+        if starts_sentence and (word.lower() in _FACT_OPENERS or _looks_like_a_verb(word)):
             continue
         nouns.append(re.sub(r"['’]s$", "", word))
     return nouns
