@@ -39,6 +39,8 @@ def _finite_nonempty(embedding: Embedding) -> Embedding:
         raise ValueError("embedding is empty")
     if not all(math.isfinite(x) for x in embedding):
         raise ValueError("embedding holds NaN or infinity")
+    if not any(embedding):
+        raise ValueError("embedding is all zeros: cosine similarity is undefined for it")
     return embedding
 
 

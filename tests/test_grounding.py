@@ -6,7 +6,10 @@ import pytest
 
 from lastknown_graph.pipeline.grounding import ungrounded_terms
 
-MESSAGES = ["I've been in Portland for 12 years, my dog Biscuit hates the rain.", "call me whatever you like"]
+MESSAGES = [
+    "I've been in Portland for 12 years, my dog Biscuit hates the rain.",
+    "call me whatever you like, I can't stand nicknames",
+]
 
 
 @pytest.mark.parametrize(
@@ -23,6 +26,7 @@ MESSAGES = ["I've been in Portland for 12 years, my dog Biscuit hates the rain."
         ("Works at Google. Biscuit is a dog", ["Google"]),
         ("Hikes the Forest Park loop with Biscuit", ["Forest", "Park"]),
         ("Adopted Biscuit in 12 years", []),
+        ("Has a friend named Stan", ["Stan"]),
     ],
 )
 def test_names_and_numbers_must_come_from_the_users_words(fact: str, missing: list[str]) -> None:

@@ -55,6 +55,15 @@ def scenario_rules() -> list[Rule]:
         Rule(purpose="extraction", contains="desert life", reply=Reply.json({"facts": [
             fact("Lives in a hot desert region", "location", inferred=True),
         ]})),
+        Rule(purpose="extraction", contains="allergic to peanuts", reply=Reply.json({"facts": [
+            fact("Is allergic to peanuts", "allergy"),
+        ]})),
+        Rule(purpose="extraction", contains="outgrew", reply=Reply.json({"facts": [
+            fact("Is no longer allergic to peanuts", "allergy"),
+        ]})),
+        Rule(purpose="stage1", contains=["Is allergic to peanuts", "no longer allergic"], reply=Reply.yes(0.03)),
+        Rule(purpose="stage2", contains=["Is allergic to peanuts", "no longer allergic"], reply=Reply.json({
+            "reasoning": "The user outgrew the allergy.", "verdict": "no_longer_true"})),
         Rule(purpose="extraction", contains="now work as a nurse", reply=Reply.json({"facts": [
             fact("Works as a nurse", "job"),
         ]})),
@@ -342,3 +351,45 @@ def test_topics_are_short_snake_case_attribute_names(raw: str, expected: str) ->
     from lastknown_graph.pipeline.write import topic_key
 
     assert topic_key(raw) == expected
+
+
+
+def test_a_near_repeat_that_negates_retires_instead_of_confirming(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(["I'm allergic to peanuts."], date="2024-01-05", session="s-1")
+    report = memory.write(["Good news, I outgrew it!"], date="2024-06-01", session="s-2")
+    assert report.confirmed == ()
+    assert [(r.old_text, r.new_text) for r in report.retired] == [
+        ("Is allergic to peanuts", "Is no longer allergic to peanuts")]
+    assert [f.text for f in memory.current()] == ["Is no longer allergic to peanuts"]
+    assert len(llamacpp_server.chat_requests("stage1")) == 1  # judged once, not again in the candidate loop
+
+
+def test_a_conversation_dated_before_a_fact_cannot_retire_it(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    report = memory.write(FEB, date="2024-02-10", session="s-feb")
+    assert report.retired == () and report.expired == ()
+    desert = next(f for f in memory.current() if f.text == "Lives in a hot desert region")
+    assert desert.valid_to is None
+    assert all(f.valid_to is None or f.valid_to >= f.valid_from for f in (e.fact for e in memory.history()))
+
+
+def test_forgetting_redacts_retirement_reasons_decided_from_the_forgotten_words(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    from lastknown_graph.store.records import REDACTED_REASON
+
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    coffee = next(f for f in memory.current() if f.text == "Is making coffee before work")
+    memory.forget([coffee.id])
+    portland = next(e for e in memory.history() if e.fact.text == "Lives in Portland")
+    assert [link.reason for link in portland.replaced_by] == [REDACTED_REASON]
+    assert "Scorpions" not in memory.export().model_dump_json()
+    assert_no_trace(store, memory.user, ["scorpions and dry heat"])

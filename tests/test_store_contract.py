@@ -244,7 +244,7 @@ def test_facts_on_topic_and_by_id_are_scoped(store: Store) -> None:
 
 
 def test_user_ids_with_quotes_and_cypher_are_plain_data(store: Store) -> None:
-    hostile = "x'}) DETACH DELETE n //\"`"
+    hostile = new_user("x'}) DETACH DELETE n //\"`")
     session = SessionBuilder(hostile, "s-'1'", date(2024, 5, 5))
     fact = session.fact("Likes tea", "drink", vec(70))
     store.apply(session.build())
@@ -269,3 +269,5 @@ def test_bad_k_and_query_vectors_are_rejected(store: Store) -> None:
         store.similar_facts(user, vec(1)[:10], k=3)
     with pytest.raises(ValueError):
         store.similar_facts(user, [float("nan")] * 384, k=3)
+    with pytest.raises(ValueError, match="zeros"):
+        store.similar_facts(user, [0.0] * 384, k=3)

@@ -67,12 +67,21 @@ def find_candidates(
     return sorted(by_id.values(), key=lambda c: (c.fact.topic != topic, -(c.similarity or -1.0), c.fact.id))
 
 
-def is_repetition(new_text: str, new_topic: str, candidate: Candidate, settings: ConflictSettings) -> bool:
-    if candidate.fact.topic != new_topic:
-        return False
-    if normalised(candidate.fact.text) == normalised(new_text):
-        return True
-    return candidate.similarity is not None and candidate.similarity >= settings.confirm_similarity
+def is_repetition(new_text: str, new_topic: str, candidate: Candidate) -> bool:
+    """The same words on the same topic: a confirmation, no model call needed."""
+    return candidate.fact.topic == new_topic and normalised(candidate.fact.text) == normalised(new_text)
+
+
+def is_near_repetition(new_topic: str, candidate: Candidate, settings: ConflictSettings) -> bool:
+    """Nearly the same words: a confirmation only if the check says the earlier fact still holds.
+
+    "Is no longer allergic to peanuts" is 0.91 similar to "Is allergic to peanuts".
+    """
+    return (
+        candidate.fact.topic == new_topic
+        and candidate.similarity is not None
+        and candidate.similarity >= settings.confirm_similarity
+    )
 
 
 def moment_expires(new_kind: FactKind, new_topic: str, candidate: Fact) -> bool:

@@ -51,7 +51,11 @@ def _proper_nouns(text: str) -> list[str]:
 def ungrounded_terms(fact_text: str, user_messages: list[str]) -> list[str]:
     """Names and numbers in ``fact_text`` that appear in none of the user's messages."""
     source = " ".join(user_messages).lower()
+    source_words = {w.lower() for w in _WORD.findall(source)} | {
+        re.sub(r"['’]s$", "", w.lower()) for w in _WORD.findall(source)
+    }
     source_numbers = set(_NUMBER.findall(source))
-    missing = [noun for noun in _proper_nouns(fact_text) if noun.lower() not in source]
+    # Whole words: "Stan" is not grounded by "can't stand".
+    missing = [noun for noun in _proper_nouns(fact_text) if noun.lower() not in source_words]
     missing += [number for number in _NUMBER.findall(fact_text) if number not in source_numbers]
     return missing

@@ -27,14 +27,22 @@ from lastknown_graph.models import (
 )
 from lastknown_graph.pipeline.conflicts import (
     ConflictSettings,
+    PairDecision,
     find_candidates,
+    is_near_repetition,
     is_repetition,
     judge_pair,
     moment_expires,
 )
 from lastknown_graph.pipeline.grounding import ungrounded_terms
 from lastknown_graph.pipeline.text_checks import normalised
-from lastknown_graph.prompts.extraction import ExtractedFact, Extraction, extraction_messages
+from lastknown_graph.prompts.extraction import (
+    MAX_FACT_CHARS,
+    MAX_FACTS_PER_CONVERSATION,
+    ExtractedFact,
+    Extraction,
+    extraction_messages,
+)
 from lastknown_graph.reports import (
     AddedFact,
     ConfirmedFact,
@@ -44,6 +52,7 @@ from lastknown_graph.reports import (
     RetiredFact,
 )
 from lastknown_graph.store import Store
+from lastknown_graph.validation import check_text
 
 logger = logging.getLogger(__name__)
 
@@ -82,10 +91,20 @@ def _usable_facts(
 ) -> list[tuple[ExtractedFact, list[int]]]:
     usable: list[tuple[ExtractedFact, list[int]]] = []
     seen: set[tuple[str, str]] = set()
-    for fact in extraction.facts:
+    for fact in extraction.facts[:MAX_FACTS_PER_CONVERSATION]:
         text, topic = fact.text.strip(), topic_key(fact.topic)
         if not text or not topic:
-            rejected.append(RejectedFact(text=fact.text, reason=f"empty text or unusable topic {fact.topic!r}"))
+            reason = f"empty text or unusable topic {fact.topic[:80]!r}"
+            rejected.append(RejectedFact(text=fact.text[:MAX_FACT_CHARS], reason=reason))
+            continue
+        try:
+            check_text(text)
+        except ValueError as exc:
+            rejected.append(RejectedFact(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
+            continue
+        if len(text) > MAX_FACT_CHARS:
+            reason = f"longer than {MAX_FACT_CHARS} characters"
+            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason=reason))
             continue
         evidence = sorted({i for i in fact.evidence if 0 <= i < len(user_messages)})
         if len(evidence) != len(set(fact.evidence)):
@@ -143,10 +162,21 @@ def plan_write(
 
     for (fact, evidence), embedding in zip(usable, embeddings, strict=True):
         kind = FactKind(fact.kind)
+        decided: dict[str, PairDecision] = {}
         source_ids = tuple(messages[i].id for i in evidence)
+        # A conversation dated before a fact was stated cannot make that fact stop being true.
         candidates = [c for c in find_candidates(store, user_id, fact.topic, embedding, settings)
-                      if c.fact.id not in touched]
-        repeated = next((c for c in candidates if is_repetition(fact.text, fact.topic, c, settings)), None)
+                      if c.fact.id not in touched and c.fact.valid_from <= day]
+        repeated = next((c for c in candidates if is_repetition(fact.text, fact.topic, c)), None)
+        if repeated is None and kind is FactKind.STATE:
+            near = next((c for c in candidates
+                         if c.fact.kind is FactKind.STATE and is_near_repetition(fact.topic, c, settings)), None)
+            if near is not None:
+                decided[near.fact.id] = judge_pair(
+                    llm, meter, near.fact, fact.text, day, [user_messages[i] for i in evidence], settings
+                )
+                if not decided[near.fact.id].retire:
+                    repeated = near
         if repeated is not None:
             touched.add(repeated.fact.id)
             confirmations.append(Confirmation(fact_id=repeated.fact.id, source_message_ids=source_ids))
@@ -171,7 +201,9 @@ def plan_write(
                 continue
             if kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
                 continue
-            decision = judge_pair(llm, meter, earlier, fact.text, day, [user_messages[i] for i in evidence], settings)
+            decision = decided.get(earlier.id) or judge_pair(
+                llm, meter, earlier, fact.text, day, [user_messages[i] for i in evidence], settings
+            )
             if decision.retire:
                 touched.add(earlier.id)
                 retirements.append(Retirement(old_fact_id=earlier.id, new_fact_id=new_id, stage=decision.stage,

@@ -13,15 +13,17 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 MAX_FACTS_PER_CONVERSATION = 40  # a conversation rarely holds more; more is a runaway model
+MAX_FACT_CHARS = 300  # a fact is a short sentence; longer is a copied message, not a fact
+
+# The answer model is deliberately loose: bounds are enforced fact by fact when the answer is
+# used (pipeline/write.py), so one over-long fact loses that fact, not the whole extraction.
 
 
 class ExtractedFact(BaseModel):
     text: str = Field(
-        min_length=1, max_length=300,
         description="One short fact about the user in the third person, e.g. 'Lives in Portland'.",
     )
     topic: str = Field(
-        min_length=1, max_length=60,
         description="snake_case attribute the fact is about, e.g. location, job, diet, pet, partner, "
         "hobby, health, current_activity, mood. Facts that can replace each other share a topic.",
     )
@@ -38,7 +40,7 @@ class ExtractedFact(BaseModel):
 
 
 class Extraction(BaseModel):
-    facts: list[ExtractedFact] = Field(default_factory=list, max_length=MAX_FACTS_PER_CONVERSATION)
+    facts: list[ExtractedFact] = Field(default_factory=list)
 
 
 SYSTEM = """You keep a memory about one user. Read ONLY the user's messages below and write down short facts \

@@ -53,6 +53,7 @@ from lastknown_graph.models import (
 )
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
+    REDACTED_REASON,
     best_first,
     check_k,
     check_query_embedding,
@@ -239,6 +240,12 @@ class EmbeddedStore:
         with self._locked(exclusive=True):
             draft = self._graph.copy()
             yield draft
+            # Every change this store makes adds or removes a node or an edge; equal counts mean
+            # nothing was written (an idempotent re-write, or nothing to forget): keep the file as is.
+            if (draft.number_of_nodes(), draft.number_of_edges()) == (
+                self._graph.number_of_nodes(), self._graph.number_of_edges()
+            ):
+                return
             try:
                 self._persist(draft, self._dimension)
             except OSError as exc:
@@ -252,8 +259,11 @@ class EmbeddedStore:
             raise ValueError(f"embedding dimension must be positive, got {embedding_dimension}")
         with self._locked(exclusive=True):
             if self._dimension is None:
+                try:
+                    self._persist(self._graph, embedding_dimension)
+                except OSError as exc:
+                    raise StoreError(f"could not save {self._path}: {exc}; the file is unchanged") from exc
                 self._dimension = embedding_dimension
-                self._persist(self._graph, self._dimension)
             elif self._dimension != embedding_dimension:
                 raise SchemaMismatchError(
                     f"the store holds {self._dimension}-dimensional embeddings but the embedder gives "
@@ -344,14 +354,21 @@ class EmbeddedStore:
         with self._writing() as graph:
             keys = [k for k in self._user_fact_keys(graph, user_id) if graph.nodes[k]["id"] in wanted]
             redacted: set[str] = set()
+            sessions: set[str] = set()
             for key in keys:
                 for _, message_key, edge_type in list(graph.out_edges(key, keys=True)):
                     if edge_type == "FROM":
                         message = graph.nodes[message_key]
                         message.update(text=None, redacted=True)
                         redacted.add(message["id"])
+                        sessions.add(message["session_id"])
             deleted = sorted(graph.nodes[k]["id"] for k in keys)
             graph.remove_nodes_from(keys)
+            # A retirement decided in a session whose messages were redacted may quote them in its reason.
+            for fact_key in self._user_fact_keys(graph, user_id):
+                for _, _, edge_type, attrs in graph.in_edges(fact_key, keys=True, data=True):
+                    if edge_type == "SUPERSEDES" and attrs["session_id"] in sessions:
+                        attrs["reason"] = REDACTED_REASON
         return DeletionReport(deleted_fact_ids=tuple(deleted), redacted_message_ids=tuple(sorted(redacted)))
 
     def delete_user(self, user_id: str) -> bool:

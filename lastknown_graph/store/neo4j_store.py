@@ -45,6 +45,7 @@ from lastknown_graph.models import (
 )
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
+    REDACTED_REASON,
     check_k,
     check_query_embedding,
     fact_from_map,
@@ -243,9 +244,12 @@ class Neo4jStore:
     def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
         check_identifier(user_id)
         ids = sorted({check_identifier(f) for f in fact_ids})
-        rows = self._write(
-            "delete facts", lambda tx: self._run(tx, "delete_facts", user_id=user_id, fact_ids=ids)
-        )
+        def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
+            if not self._run(tx, "lock_user", user_id=user_id):
+                return []
+            return self._run(tx, "delete_facts", user_id=user_id, fact_ids=ids, redacted_reason=REDACTED_REASON)
+
+        rows = self._write("delete facts", work)
         if not rows:
             return DeletionReport(deleted_fact_ids=(), redacted_message_ids=())
         return DeletionReport(
@@ -255,8 +259,12 @@ class Neo4jStore:
 
     def delete_user(self, user_id: str) -> bool:
         check_identifier(user_id)
-        rows = self._write("delete a user", lambda tx: self._run(tx, "delete_user", user_id=user_id))
-        return bool(rows)
+        def work(tx: ManagedTransaction) -> bool:
+            if not self._run(tx, "lock_user", user_id=user_id):
+                return False
+            return bool(self._run(tx, "delete_user", user_id=user_id))
+
+        return self._write("delete a user", work)
 
     def import_user(self, export: UserExport) -> None:
         dimensions = {len(f.embedding) for f in export.facts}

@@ -29,6 +29,9 @@ FACT_FIELDS = (
 )
 
 
+REDACTED_REASON = "(redacted: a message behind this change was forgotten)"
+
+
 def to_day(value: Any) -> date | None:
     """A calendar day from a Python date or a driver date (neo4j.time.Date has ``to_native``)."""
     if value is None:
@@ -116,4 +119,6 @@ def check_query_embedding(embedding: Sequence[float], dimension: int | None) -> 
         raise ValueError(f"query embedding has {len(vector)} dimensions, the store holds {dimension}")
     if not vector or not all(math.isfinite(x) for x in vector):
         raise ValueError("query embedding is empty or holds NaN/infinity")
+    if not any(vector):
+        raise ValueError("query embedding is all zeros: cosine similarity is undefined for it")
     return vector
