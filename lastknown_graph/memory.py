@@ -199,7 +199,11 @@ class Memory:
         """Delete facts by id, with their source messages' text. Unknown ids are ignored."""
         if isinstance(fact_ids, str):
             raise InvalidInputError("forget() takes a list of fact ids")
-        known = {f.id: f.text for f in self.store.facts_by_id(self.user, list(fact_ids))}
+        try:
+            ids = [check_identifier(fact_id) for fact_id in fact_ids]
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"fact id: {exc}") from exc
+        known = {f.id: f.text for f in self.store.facts_by_id(self.user, ids)}
         report = self.store.delete_facts(self.user, list(known))
         return ForgetReport(
             forgotten=tuple(known[i] for i in report.deleted_fact_ids),
@@ -209,7 +213,7 @@ class Memory:
 
     def forget_about(self, query: str, threshold: float = 0.6) -> ForgetReport:
         """Delete every fact (current or historical) at least ``threshold`` similar to ``query``."""
-        if not 0.0 < threshold <= 1.0:
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
             raise InvalidInputError(f"threshold must be in (0, 1], got {threshold!r}")
         matches = [s for s in self.find(query, FIND_MAX_K) if s.similarity >= threshold]
         return self.forget([s.fact.id for s in matches])
@@ -229,7 +233,10 @@ class Memory:
     def load(
         cls, path: str | Path, llm: LLM, embedder: Embedder, store: Store | None = None
     ) -> Memory:
-        """A memory from a file written by ``save()``; into ``store``, else an in-memory embedded store."""
+        """A memory from a file written by ``save()``, imported into ``store``.
+
+        Without a store it lives in an in-memory embedded store: later writes are lost unless saved again.
+        """
         try:
             export = UserExport.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:

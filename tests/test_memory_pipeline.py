@@ -393,3 +393,21 @@ def test_forgetting_redacts_retirement_reasons_decided_from_the_forgotten_words(
     assert [link.reason for link in portland.replaced_by] == [REDACTED_REASON]
     assert "Scorpions" not in memory.export().model_dump_json()
     assert_no_trace(store, memory.user, ["scorpions and dry heat"])
+
+
+def test_forget_by_id_and_bad_forget_arguments(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    rain = next(f for f in memory.current() if f.text == "Does not mind the rain")
+    report = memory.forget([rain.id, "fact-unknown"])
+    assert report.forgotten == ("Does not mind the rain",) and report.fact_ids == (rain.id,)
+    assert rain.id not in {f.id for f in memory.current()}
+    for bad_ids in ("a-string", [""], [None]):
+        with pytest.raises(InvalidInputError):
+            memory.forget(bad_ids)  # type: ignore[arg-type]
+    for bad_threshold in (0.0, 1.5, True):
+        with pytest.raises(InvalidInputError):
+            memory.forget_about("rain", threshold=bad_threshold)
+    assert len(memory.current()) == 3
