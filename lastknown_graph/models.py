@@ -155,9 +155,7 @@ class SessionWrite(Frozen):
             _require_subset("source message", fact.source_message_ids, known_messages)
         for confirmation in self.confirmations:
             _require_subset("source message", confirmation.source_message_ids, known_messages)
-        touched_old = [c.fact_id for c in self.confirmations]
-        touched_old += [r.old_fact_id for r in self.retirements]
-        touched_old += [e.old_fact_id for e in self.expiries]
+        touched_old = self.touched_fact_ids
         _require_unique("existing fact touched twice", touched_old)
         replacing = [r.new_fact_id for r in self.retirements] + [e.new_fact_id for e in self.expiries]
         _require_subset("replacing fact", tuple(replacing), known_new)
@@ -171,6 +169,14 @@ class SessionWrite(Frozen):
     @property
     def embedding_dimension(self) -> int | None:
         return len(self.new_facts[0].embedding) if self.new_facts else None
+
+    @property
+    def touched_fact_ids(self) -> list[str]:
+        """Existing facts this write confirms, retires or expires: each must still be current."""
+        touched = [c.fact_id for c in self.confirmations]
+        touched += [r.old_fact_id for r in self.retirements]
+        touched += [e.old_fact_id for e in self.expiries]
+        return touched
 
 
 def _require_unique(what: str, values: list[str] | list[int]) -> None:

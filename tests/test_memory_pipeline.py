@@ -411,3 +411,42 @@ def test_forget_by_id_and_bad_forget_arguments(
         with pytest.raises(InvalidInputError):
             memory.forget_about("rain", threshold=bad_threshold)
     assert len(memory.current()) == 3
+
+
+class RacingStore:
+    """A real store whose first apply() lets another writer retire a fact first (a lost race)."""
+
+    def __init__(self, inner: Store, rival: Any) -> None:
+        self._inner, self._rival, self.raced = inner, rival, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def apply(self, change: Any) -> Any:
+        if not self.raced:
+            self.raced = True
+            self._inner.apply(self._rival)
+        return self._inner.apply(change)
+
+
+def test_a_write_that_loses_a_race_is_planned_again_against_the_new_state(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    from datetime import date as day
+
+    from tests.builders import SessionBuilder
+
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    portland = next(f for f in memory.current() if f.text == "Lives in Portland")
+    rival = SessionBuilder(memory.user, "s-rival", day(2024, 9, 1))
+    seattle = rival.fact("Lives in Seattle", "location", tuple(embedder.embed(["Lives in Seattle"])[0]))
+    rival.retire(portland.id, seattle, reason="moved to Seattle")
+    memory.store = RacingStore(store, rival.build())  # type: ignore[assignment]
+
+    report = memory.write(SEP, date="2024-09-03", session="s-sep")
+    assert len(llamacpp_server.chat_requests("extraction")) == 3  # feb, then sep planned twice
+    assert all(r.old_text != "Lives in Portland" for r in report.retired)
+    links = next(e for e in memory.history() if e.fact.id == portland.id).replaced_by
+    assert [(link.fact_text, link.session_id) for link in links] == [("Lives in Seattle", "s-rival")]
+    assert memory.store.session_exists(memory.user, "s-sep")

@@ -289,9 +289,7 @@ class EmbeddedStore:
             session_key = _session_key(user_id, session.id)
             if session_key in graph:
                 return WriteOutcome(applied=False, already_written=True)
-            touched = [c.fact_id for c in change.confirmations]
-            touched += [r.old_fact_id for r in change.retirements]
-            touched += [e.old_fact_id for e in change.expiries]
+            touched = change.touched_fact_ids
             for fact_id in touched:
                 node = graph.nodes.get(_fact_key(fact_id))
                 if node is None or node["user_id"] != user_id or node["status"] != FactStatus.CURRENT:

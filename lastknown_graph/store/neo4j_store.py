@@ -202,9 +202,7 @@ class Neo4jStore:
             lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
             if lock[0]["already_written"]:
                 return WriteOutcome(applied=False, already_written=True)
-            touched = [c.fact_id for c in change.confirmations]
-            touched += [r.old_fact_id for r in change.retirements]
-            touched += [e.old_fact_id for e in change.expiries]
+            touched = change.touched_fact_ids
             if touched:
                 current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
                                                           fact_ids=touched)}
