@@ -21,6 +21,7 @@ from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.reports import Answer, ForgetReport, UsageCounts, UsageReport, WriteReport
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.validation import check_identifier, check_text, parse_day
+from lastknown_graph.volatility import VolatilityPriors
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class Memory:
         *,
         conflict_settings: ConflictSettings | None = None,
         premise_settings: PremiseSettings | None = None,
+        priors: VolatilityPriors | None = None,
     ) -> None:
         try:
             self.user = check_identifier(user)
@@ -99,6 +101,7 @@ class Memory:
         self.store = store if store is not None else default_store()
         self.conflict_settings = conflict_settings or ConflictSettings()
         self.premise_settings = premise_settings or PremiseSettings()
+        self.priors = priors or VolatilityPriors()
         self.store.ensure_schema(embedder.dimension)
 
     # ------------------------------------------------------------------ writing
@@ -128,7 +131,7 @@ class Memory:
         for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
             plan = plan_write(
                 llm=self.llm, embedder=self.embedder, store=self.store, settings=self.conflict_settings,
-                meter=meter, user_id=self.user, session_id=session_id, day=day, user_messages=turns,
+                priors=self.priors, meter=meter, user_id=self.user, session_id=session_id, day=day, user_messages=turns,
             )
             try:
                 outcome = self.store.apply(plan.change)

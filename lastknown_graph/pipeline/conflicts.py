@@ -17,12 +17,15 @@ from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
 from lastknown_graph.prompts.still_true import still_true_messages
 from lastknown_graph.store import Store
+from lastknown_graph.volatility import UNKNOWN_DOMAIN_VOLATILITY, candidate_budget, stage1_flag_bar
 
 
 @dataclass(frozen=True)
 class ConflictSettings:
-    # Nearest current facts checked per new fact (bench/results/candidate-recall.md measures these).
-    candidate_k: int = 8
+    # Nearest current facts checked per new fact; None: from the new fact's domain volatility
+    # (volatility.candidate_budget, 6 to 10; 8 for an unknown domain). Measured in
+    # bench/results/candidate-recall.md.
+    candidate_k: int | None = None
     # The nearest few are always checked: implied changes ("tore my ACL" vs "training for a marathon")
     # can sit at cosine 0.15 with all-MiniLM-L6-v2 and still be the fact that changed.
     always_check_nearest: int = 3
@@ -32,9 +35,10 @@ class ConflictSettings:
     max_topic_candidates: int = 6
     # At or above this cosine a statement on the same topic is the same fact said again.
     confirm_similarity: float = 0.9
-    # Stage 1 flags a pair for stage 2 when P(earlier still true) falls below this. Stage 1 is
-    # badly calibrated alone, so it flags generously and stage 2 decides.
-    stage1_flag_below: float = 0.8
+    # Stage 1 flags a pair for stage 2 when P(earlier still true) falls below this; None: from the
+    # earlier fact's domain volatility (volatility.stage1_flag_bar, 0.60 to 0.95). Stage 1 is badly
+    # calibrated alone, so it flags generously and stage 2 decides.
+    stage1_flag_below: float | None = None
 
 
 @dataclass(frozen=True)
@@ -52,12 +56,14 @@ class PairDecision:
 
 
 def find_candidates(
-    store: Store, user_id: str, topic: str, embedding: list[float], settings: ConflictSettings
+    store: Store, user_id: str, topic: str, embedding: list[float], settings: ConflictSettings,
+    k: int | None = None,
 ) -> list[Candidate]:
+    nearest = settings.candidate_k or k or candidate_budget(UNKNOWN_DOMAIN_VOLATILITY)
     by_id: dict[str, Candidate] = {
         f.id: Candidate(f, None) for f in store.facts_on_topic(user_id, topic)[: settings.max_topic_candidates]
     }
-    for rank, scored in enumerate(store.similar_facts(user_id, embedding, settings.candidate_k)):
+    for rank, scored in enumerate(store.similar_facts(user_id, embedding, nearest)):
         if (
             rank < settings.always_check_nearest
             or scored.similarity >= settings.min_candidate_similarity
@@ -96,6 +102,7 @@ def judge_pair(
     later_day: date,
     later_evidence: list[str],
     settings: ConflictSettings,
+    earlier_volatility: float = UNKNOWN_DOMAIN_VOLATILITY,
 ) -> PairDecision:
     """Stage 1 (one token) for every pair; stage 2 (reason, then verdict) only for flagged pairs.
 
@@ -107,7 +114,8 @@ def judge_pair(
             still_true_messages(earlier.text, earlier.valid_from, later_text, later_day),
             purpose="stage1", meter=meter,
         )
-        if probability >= settings.stage1_flag_below:
+        flag_bar = settings.stage1_flag_below or stage1_flag_bar(earlier_volatility)
+        if probability >= flag_bar:
             return PairDecision(False, "stage1", probability, "stage 1: earlier fact still true")
     verdict = llm.structured(
         conflict_verdict_messages(earlier.text, earlier.valid_from, later_text, later_day, later_evidence),

@@ -18,6 +18,7 @@ from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.models import (
     Confirmation,
     Expiry,
+    Fact,
     FactKind,
     MessageRecord,
     NewFact,
@@ -53,6 +54,7 @@ from lastknown_graph.reports import (
 )
 from lastknown_graph.store import Store
 from lastknown_graph.validation import check_text
+from lastknown_graph.volatility import VolatilityPriors, candidate_budget
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +132,7 @@ def plan_write(
     embedder: Embedder,
     store: Store,
     settings: ConflictSettings,
+    priors: VolatilityPriors,
     meter: UsageMeter,
     user_id: str,
     session_id: str,
@@ -142,7 +145,8 @@ def plan_write(
     )
     rejected: list[RejectedFact] = []
     extraction = llm.structured(
-        extraction_messages(user_messages, day), Extraction, purpose="extraction", meter=meter, max_tokens=1500
+        extraction_messages(user_messages, day, priors.domains()), Extraction, purpose="extraction", meter=meter,
+        max_tokens=1500,
     )
     usable = _usable_facts(extraction, user_messages, rejected)
     embeddings = embedder.embed([fact.text for fact, _ in usable]) if usable else []
@@ -162,19 +166,24 @@ def plan_write(
 
     for (fact, evidence), embedding in zip(usable, embeddings, strict=True):
         kind = FactKind(fact.kind)
+        domain = priors.known(fact.domain)
         decided: dict[str, PairDecision] = {}
+
+        def judge(earlier: Fact, fact_text: str = fact.text, evidence: list[int] = evidence) -> PairDecision:
+            return judge_pair(llm, meter, earlier, fact_text, day, [user_messages[i] for i in evidence], settings,
+                              earlier_volatility=priors.of(earlier.domain))
+
         source_ids = tuple(messages[i].id for i in evidence)
         # A conversation dated before a fact was stated cannot make that fact stop being true.
-        candidates = [c for c in find_candidates(store, user_id, fact.topic, embedding, settings)
-                      if c.fact.id not in touched and c.fact.valid_from <= day]
+        found = find_candidates(store, user_id, fact.topic, embedding, settings,
+                                k=candidate_budget(priors.of(domain)))
+        candidates = [c for c in found if c.fact.id not in touched and c.fact.valid_from <= day]
         repeated = next((c for c in candidates if is_repetition(fact.text, fact.topic, c)), None)
         if repeated is None and kind is FactKind.STATE:
             near = next((c for c in candidates
                          if c.fact.kind is FactKind.STATE and is_near_repetition(fact.topic, c, settings)), None)
             if near is not None:
-                decided[near.fact.id] = judge_pair(
-                    llm, meter, near.fact, fact.text, day, [user_messages[i] for i in evidence], settings
-                )
+                decided[near.fact.id] = judge(near.fact)
                 if not decided[near.fact.id].retire:
                     repeated = near
         if repeated is not None:
@@ -184,7 +193,7 @@ def plan_write(
             continue
         new_id = f"fact-{uuid.uuid4()}"
         new_facts.append(NewFact(
-            id=new_id, text=fact.text, topic=fact.topic, inferred=fact.inferred, kind=kind,
+            id=new_id, text=fact.text, topic=fact.topic, domain=domain, inferred=fact.inferred, kind=kind,
             embedding=tuple(embedding), source_message_ids=source_ids,
         ))
         plan.added.append(AddedFact(fact_id=new_id, text=fact.text, topic=fact.topic, kind=str(kind),
@@ -201,9 +210,7 @@ def plan_write(
                 continue
             if kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
                 continue
-            decision = decided.get(earlier.id) or judge_pair(
-                llm, meter, earlier, fact.text, day, [user_messages[i] for i in evidence], settings
-            )
+            decision = decided.get(earlier.id) or judge(earlier)
             if decision.retire:
                 touched.add(earlier.id)
                 retirements.append(Retirement(old_fact_id=earlier.id, new_fact_id=new_id, stage=decision.stage,

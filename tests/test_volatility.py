@@ -1,0 +1,117 @@
+"""Volatility priors: data per Memory, guiding the checks without ever blocking an explicit change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from lastknown_graph.embedders import LocalEmbedder
+from lastknown_graph.llm import LLM
+from lastknown_graph.memory import Memory
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.store import EmbeddedStore
+from lastknown_graph.volatility import (
+    DEFAULT_PRIORS,
+    MIN_FRESHNESS,
+    VolatilityPriors,
+    candidate_budget,
+    freshness,
+    stage1_flag_bar,
+)
+
+
+def test_defaults_match_the_documented_table_and_unknown_domains_are_middling() -> None:
+    priors = VolatilityPriors()
+    assert priors.of("personality_trait") == 0.05 and priors.of("transient_fact") == 0.95
+    assert priors.of("location") == 0.60
+    assert priors.of("made_up") == 0.5 and priors.of(None) == 0.5
+    assert priors.known("made_up") is None and priors.known("location") == "location"
+    assert priors.domains()[0] == "personality_trait" and priors.domains()[-1] == "transient_fact"
+
+
+def test_with_domains_returns_a_copy_and_validates() -> None:
+    base = VolatilityPriors()
+    custom = base.with_domains(medication=0.2, location=0.9)
+    assert custom.of("medication") == 0.2 and custom.of("location") == 0.9
+    assert base.of("location") == 0.60 and base.known("medication") is None
+    assert DEFAULT_PRIORS["location"] == 0.60
+    for bad in ({"Bad Name": 0.1}, {"x": 1.5}, {"x": True}, {"x": "0.3"}):
+        with pytest.raises(ValueError):
+            base.with_domains(**bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        custom.table["location"] = 0.1  # type: ignore[index]
+
+
+def test_volatile_domains_are_flagged_more_readily_and_checked_more_widely() -> None:
+    assert stage1_flag_bar(0.05) < stage1_flag_bar(0.6) < stage1_flag_bar(0.95)
+    assert stage1_flag_bar(0.0) == pytest.approx(0.60) and stage1_flag_bar(1.0) == pytest.approx(0.95)
+    assert candidate_budget(0.05) == 6 and candidate_budget(0.5) == 8 and candidate_budget(1.0) == 10
+
+
+def test_freshness_fades_with_age_times_volatility_but_never_below_the_floor() -> None:
+    assert freshness(0, 0.9) == 1.0 and freshness(400, 0.0) == 1.0
+    assert freshness(30, 1.0) == pytest.approx(MIN_FRESHNESS + (1 - MIN_FRESHNESS) / 2)
+    assert freshness(100, 0.9) < freshness(100, 0.1) < 1.0
+    assert freshness(10_000, 1.0) >= MIN_FRESHNESS
+
+
+def _fact(text: str, topic: str, domain: str, inferred: bool = False) -> dict[str, Any]:
+    return {"text": text, "topic": topic, "kind": "state", "inferred": inferred, "evidence": [0], "domain": domain}
+
+
+RULES = [
+    Rule(purpose="extraction", contains="I'm an introvert", reply=Reply.json({"facts": [
+        _fact("Is an introvert", "sociability", "personality_trait")]})),
+    Rule(purpose="extraction", contains="party every weekend", reply=Reply.json({"facts": [
+        _fact("Goes to a party every weekend", "sociability", "current_task", inferred=True)]})),
+    Rule(purpose="extraction", contains="changed careers", reply=Reply.json({"facts": [
+        _fact("Works as a nurse", "job", "professional_context")]})),
+    Rule(purpose="extraction", contains="accountant", reply=Reply.json({"facts": [
+        _fact("Works as an accountant", "job", "biographical")]})),
+    Rule(purpose="stage1", contains=["accountant", "nurse"], reply=Reply.yes(0.04)),
+    # The same middling stage-1 answer for the same pair, whatever the domain.
+    Rule(purpose="stage1", reply=Reply.yes(0.7)),
+    Rule(purpose="stage2", reply=Reply.json({"reasoning": "Weekly parties contradict being an introvert.",
+                                             "verdict": "no_longer_true"})),
+]
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedLLMServer]:
+    with ScriptedLLMServer(RULES, supports_json_schema=False) as scripted:
+        yield scripted
+
+
+def test_two_memories_with_different_priors_in_one_process_do_not_interfere(
+    server: ScriptedLLMServer, embedder: LocalEmbedder
+) -> None:
+    llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
+    stable = Memory(llm, embedder, user="stable", store=EmbeddedStore(None))
+    # This deployment thinks personality changes fast: P(still true) = 0.7 is below its bar.
+    flighty = Memory(llm, embedder, user="flighty", store=EmbeddedStore(None),
+                     priors=VolatilityPriors().with_domains(personality_trait=0.9))
+    for memory in (stable, flighty):
+        memory.write(["I'm an introvert, honestly."], date="2024-01-01", session="s-1")
+    kept = stable.write(["I go to a party every weekend now."], date="2024-02-01", session="s-2")
+    changed = flighty.write(["I go to a party every weekend now."], date="2024-02-01", session="s-2")
+
+    assert kept.retired == () and [k.stage for k in kept.kept] == ["stage1"]
+    assert [(r.old_text, r.stage) for r in changed.retired] == [("Is an introvert", "stage2")]
+    assert stable.priors.of("personality_trait") == 0.05
+    assert {f.domain for f in stable.current()} == {"personality_trait", "current_task"}
+    assert len(server.chat_requests("stage2")) == 1
+    extraction_prompt = server.chat_requests("extraction")[0].messages[0]["content"]
+    assert "personality_trait" in extraction_prompt and "transient_fact" in extraction_prompt
+
+
+def test_an_explicit_change_retires_even_the_most_stable_domain_on_first_statement(
+    server: ScriptedLLMServer, embedder: LocalEmbedder
+) -> None:
+    llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
+    memory = Memory(llm, embedder, user="career", store=EmbeddedStore(None),
+                    priors=VolatilityPriors().with_domains(biographical=0.0))
+    memory.write(["I'm an accountant."], date="2024-01-01", session="s-1")
+    report = memory.write(["I changed careers and now work as a nurse."], date="2024-03-01", session="s-2")
+    assert [(r.old_text, r.new_text) for r in report.retired] == [("Works as an accountant", "Works as a nurse")]
