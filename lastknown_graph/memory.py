@@ -14,8 +14,9 @@ from lastknown_graph.errors import InvalidInputError, StaleStateError
 from lastknown_graph.llm import LLM, Usage, UsageMeter
 from lastknown_graph.models import Fact, HistoryEntry, ScoredFact, TimelineEvent, UserExport
 from lastknown_graph.pipeline.conflicts import ConflictSettings
-from lastknown_graph.pipeline.context import render_context
+from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
+from lastknown_graph.pipeline.ranking import by_relevance, latest_day
 from lastknown_graph.pipeline.write import plan_write
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.reports import Answer, ForgetReport, UsageCounts, UsageReport, WriteReport
@@ -31,6 +32,8 @@ MAX_PLAN_ATTEMPTS = 3
 # Conversation dates may be in the past (imports); a date after tomorrow is a caller bug.
 MAX_DAYS_AHEAD = 1
 FIND_MAX_K = 1000
+# find() ranks a pool larger than k, so a fresher fact just below the top k by similarity can rise.
+FIND_POOL_FACTOR = 3
 
 
 def default_store() -> Store:
@@ -153,9 +156,19 @@ class Memory:
 
     # ------------------------------------------------------------------ reading
 
-    def context(self) -> str:
-        """Everything true about the user now, then what is no longer true, as prompt text."""
-        return render_context(self.store.current_facts(self.user), self.store.history(self.user))
+    def context(self, max_tokens: int | None = None) -> str:
+        """Everything true about the user now, then what is no longer true, as prompt text.
+
+        With ``max_tokens`` a long memory is trimmed: lasting and recent facts are kept first,
+        and the text says how many facts were left out.
+        """
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                       or max_tokens < MIN_CONTEXT_TOKENS):
+            raise InvalidInputError(f"max_tokens must be an integer >= {MIN_CONTEXT_TOKENS}, got {max_tokens!r}")
+        current = self.store.current_facts(self.user)
+        today = latest_day(current) or datetime.now(UTC).date()
+        return render_context(current, self.store.history(self.user), max_tokens=max_tokens,
+                              priors=self.priors, today=today)
 
     def premise_notes(self, message: str) -> list[str]:
         """Notes for each retired fact the message seems to assume (empty when it assumes none)."""
@@ -177,11 +190,22 @@ class Memory:
         return Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))
 
     def find(self, query: str, k: int = 5) -> list[ScoredFact]:
-        """Current and historical facts most similar to ``query``, with similarity and ids."""
+        """Current and historical facts for ``query``, most relevant first, with similarity and ids.
+
+        Relevance is similarity weighted by freshness: an old fact of a volatile domain that was
+        never confirmed ranks below a fresh or stable one; historical facts below current ones.
+        """
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= FIND_MAX_K:
             raise InvalidInputError(f"k must be an integer from 1 to {FIND_MAX_K}, got {k!r}")
         [embedding] = self.embedder.embed([self._text(query)])
-        return self.store.similar_facts(self.user, embedding, k, ANY_STATUS)
+        pool = self.store.similar_facts(self.user, embedding, min(FIND_MAX_K, k * FIND_POOL_FACTOR), ANY_STATUS)
+        today = latest_day(self.store.current_facts(self.user)) or datetime.now(UTC).date()
+        return by_relevance(pool, today, self.priors)[:k]
+
+    def _similar(self, query: str) -> list[ScoredFact]:
+        """Every fact of the user with its similarity to ``query`` (for forgetting: no ranking, no cut)."""
+        [embedding] = self.embedder.embed([self._text(query)])
+        return self.store.similar_facts(self.user, embedding, FIND_MAX_K, ANY_STATUS)
 
     def current(self) -> list[Fact]:
         return self.store.current_facts(self.user)
@@ -218,7 +242,7 @@ class Memory:
         """Delete every fact (current or historical) at least ``threshold`` similar to ``query``."""
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
             raise InvalidInputError(f"threshold must be in (0, 1], got {threshold!r}")
-        matches = [s for s in self.find(query, FIND_MAX_K) if s.similarity >= threshold]
+        matches = [s for s in self._similar(query) if s.similarity >= threshold]
         return self.forget([s.fact.id for s in matches])
 
     # ------------------------------------------------------------------ persistence

@@ -223,7 +223,8 @@ class Fact(Frozen):
 
 class ScoredFact(Frozen):
     fact: Fact
-    similarity: float
+    similarity: float  # cosine between the query and the fact
+    relevance: float | None = None  # similarity weighted by freshness, where a ranking set it
 
 
 class ReplacementLink(Frozen):
