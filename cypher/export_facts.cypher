@@ -7,7 +7,8 @@ RETURN f {.id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .
           .session_id, .embedding} AS fact,
        [(f)-[:FROM]->(m:Message) | m.id] AS source_message_ids,
        [(f)-[c:CONFIRMED_IN]->(s:Session) | {session_id: s.id, at: c.at}] AS confirmations,
-       [(f)-[r:SUPERSEDES|EXPIRES]->(old:Fact) |
-         {relation: CASE type(r) WHEN 'SUPERSEDES' THEN 'supersedes' ELSE 'expires' END,
+       [(f)-[r:SUPERSEDES|EXPIRES|CONTRADICTS]->(old:Fact) |
+         {relation: CASE type(r) WHEN 'SUPERSEDES' THEN 'supersedes' WHEN 'EXPIRES' THEN 'expires'
+                    ELSE 'contradicts' END,
           old_fact_id: old.id, session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason}] AS replacements
 ORDER BY f.id

@@ -1,5 +1,5 @@
 // name: import_links
-// purpose: recreate CONFIRMED_IN, SUPERSEDES and EXPIRES edges of a user from an export.
+// purpose: recreate CONFIRMED_IN, SUPERSEDES, EXPIRES and CONTRADICTS edges of a user from an export.
 // parameters: $user_id (string), $confirmations (list of {fact_id, session_id, at}),
 //             $replacements (list of {relation, new_fact_id, old_fact_id, session_id, at, stage, reason})
 // example: see tests/test_store_contract.py (export/import round trip)
@@ -20,5 +20,11 @@ CALL {
   MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
   MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
   CREATE (new)-[:EXPIRES {session_id: r.session_id, at: r.at}]->(old)
+}
+CALL {
+  UNWIND [r IN $replacements WHERE r.relation = 'contradicts'] AS r
+  MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
+  MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
+  CREATE (new)-[:CONTRADICTS {session_id: r.session_id, at: r.at, reason: r.reason}]->(old)
 }
 RETURN true AS done

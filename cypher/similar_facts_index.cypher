@@ -15,4 +15,5 @@ LIMIT $k
 RETURN f {.id, .user_id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .valid_to,
           .recorded_at, .session_id} AS fact,
        [(f)-[:CONFIRMED_IN]->(s:Session) | s.id] AS confirmed_in,
+       [(f)<-[c:CONTRADICTS]-(:Fact) | c.session_id] AS contradicted_in,
        score

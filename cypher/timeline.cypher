@@ -1,5 +1,6 @@
 // name: timeline
-// purpose: a user's history as events in date order: added, confirmed, expired, retired (with cause).
+// purpose: a user's history as events in date order: added, confirmed, disputed (evidence recorded against a
+//          fact), expired, retired (with cause).
 // parameters: $user_id (string)
 // example: :param user_id => "alice"
 CALL {
@@ -14,8 +15,12 @@ CALL {
   UNION ALL
   MATCH (cause:Fact)-[r:EXPIRES]->(f:Fact {user_id: $user_id})
   RETURN r.at AS at, 'expired' AS kind, r.session_id AS session_id, f, cause, r AS link
+  UNION ALL
+  MATCH (cause:Fact)-[r:CONTRADICTS]->(f:Fact {user_id: $user_id})
+  RETURN r.at AS at, 'disputed' AS kind, r.session_id AS session_id, f, cause, r AS link
 }
 RETURN at, kind, session_id, f.id AS fact_id, f.text AS fact_text, f.topic AS topic, f.inferred AS inferred,
        cause.id AS cause_fact_id, cause.text AS cause_fact_text, link.stage AS stage, link.reason AS reason
-ORDER BY at, CASE kind WHEN 'added' THEN 0 WHEN 'confirmed' THEN 1 WHEN 'expired' THEN 2 ELSE 3 END,
+ORDER BY at, CASE kind WHEN 'added' THEN 0 WHEN 'confirmed' THEN 1 WHEN 'disputed' THEN 2 WHEN 'expired' THEN 3
+                ELSE 4 END,
          session_id, fact_id

@@ -69,6 +69,8 @@ class FactStatus(StrEnum):
     CURRENT = "current"
     RETIRED = "retired"
     EXPIRED = "expired"
+    # A weak (inferred) contradiction of a well-confirmed fact, held back as evidence against it.
+    DISPUTED = "disputed"
 
 
 class Role(StrEnum):
@@ -127,6 +129,17 @@ class Expiry(Frozen):
     new_fact_id: NodeId
 
 
+class Dispute(Frozen):
+    """A new inferred fact contradicts a well-confirmed one without retiring it: kept as evidence.
+
+    The new fact is stored with status ``disputed`` and ``(new)-[:CONTRADICTS {session_id, at, reason}]->(old)``.
+    """
+
+    old_fact_id: NodeId
+    new_fact_id: NodeId
+    reason: Text = Field(max_length=2000)
+
+
 class SessionWrite(Frozen):
     """Everything one conversation changes, applied by a store in one transaction.
 
@@ -142,6 +155,7 @@ class SessionWrite(Frozen):
     confirmations: tuple[Confirmation, ...] = ()
     retirements: tuple[Retirement, ...] = ()
     expiries: tuple[Expiry, ...] = ()
+    disputes: tuple[Dispute, ...] = ()
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Self:
@@ -159,6 +173,11 @@ class SessionWrite(Frozen):
         _require_unique("existing fact touched twice", touched_old)
         replacing = [r.new_fact_id for r in self.retirements] + [e.new_fact_id for e in self.expiries]
         _require_subset("replacing fact", tuple(replacing), known_new)
+        disputing = [d.new_fact_id for d in self.disputes]
+        _require_unique("disputing fact", disputing)
+        _require_subset("disputing fact", tuple(disputing), known_new)
+        if set(disputing) & set(replacing):
+            raise ValueError("a disputed new fact cannot also retire or expire a fact")
         if known_new & set(touched_old):
             raise ValueError("a new fact cannot also be confirmed, retired or expired in its own session")
         dimensions = {len(f.embedding) for f in self.new_facts}
@@ -176,7 +195,13 @@ class SessionWrite(Frozen):
         touched = [c.fact_id for c in self.confirmations]
         touched += [r.old_fact_id for r in self.retirements]
         touched += [e.old_fact_id for e in self.expiries]
+        touched += [d.old_fact_id for d in self.disputes]
         return touched
+
+    @property
+    def disputed_fact_ids(self) -> frozenset[str]:
+        """New facts stored as disputed rather than current."""
+        return frozenset(d.new_fact_id for d in self.disputes)
 
 
 def _require_unique(what: str, values: list[str] | list[int]) -> None:
@@ -218,6 +243,7 @@ class Fact(Frozen):
     recorded_at: UtcDatetime
     session_id: SessionId
     confirmed_in: tuple[SessionId, ...] = ()
+    contradicted_in: tuple[SessionId, ...] = ()  # sessions whose disputed facts are evidence against it
     embedding: Embedding | None = None
 
 
@@ -230,7 +256,7 @@ class ScoredFact(Frozen):
 class ReplacementLink(Frozen):
     """Why a fact stopped being true: the fact that replaced it and the session that caused it."""
 
-    relation: Literal["supersedes", "expires"]
+    relation: Literal["supersedes", "expires", "contradicts"]
     fact_id: NodeId
     fact_text: str
     session_id: SessionId
@@ -242,6 +268,7 @@ class ReplacementLink(Frozen):
 class HistoryEntry(Frozen):
     fact: Fact
     replaced_by: tuple[ReplacementLink, ...] = ()
+    evidence_against: tuple[ReplacementLink, ...] = ()  # disputed facts that contradict it
 
 
 class TimelineEventKind(StrEnum):
@@ -249,6 +276,7 @@ class TimelineEventKind(StrEnum):
     CONFIRMED = "confirmed"
     RETIRED = "retired"
     EXPIRED = "expired"
+    DISPUTED = "disputed"  # evidence against the fact was recorded; it stays as it was
 
 
 class TimelineEvent(Frozen):
@@ -311,7 +339,7 @@ class ExportedConfirmation(Frozen):
 
 
 class ExportedReplacement(Frozen):
-    relation: Literal["supersedes", "expires"]
+    relation: Literal["supersedes", "expires", "contradicts"]
     new_fact_id: NodeId
     old_fact_id: NodeId
     session_id: SessionId

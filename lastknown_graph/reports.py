@@ -55,6 +55,18 @@ class ExpiredFact(Report):
     new_text: str
 
 
+class DisputedFact(Report):
+    """An inferred fact that contradicts a well-confirmed one, kept as evidence instead of retiring it."""
+
+    old_fact_id: str
+    old_text: str
+    new_fact_id: str
+    new_text: str
+    reason: str
+    evidence: int  # contradictions recorded against the old fact, this one included
+    evidence_needed: int  # how many retire it
+
+
 class RejectedFact(Report):
     text: str
     reason: str
@@ -80,6 +92,7 @@ class WriteReport(Report):
     confirmed: tuple[ConfirmedFact, ...] = ()
     retired: tuple[RetiredFact, ...] = ()
     expired: tuple[ExpiredFact, ...] = ()
+    disputed: tuple[DisputedFact, ...] = ()
     kept: tuple[KeptFact, ...] = ()
     rejected: tuple[RejectedFact, ...] = ()
     usage: UsageReport = UsageReport()

@@ -44,6 +44,11 @@ HALF_LIFE_DAYS_AT_VOLATILE = 30.0
 # Ranking never drops a fact below this share of its similarity: fading orders, it does not hide.
 MIN_FRESHNESS = 0.5
 
+# A fact said in at least this many later sessions, in a domain no more volatile than the bar
+# below, resists a single inferred contradiction: the blip is kept as evidence instead.
+RESIST_MIN_CONFIRMATIONS = 2
+RESIST_MAX_VOLATILITY = 0.5
+
 _DOMAIN_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
@@ -101,3 +106,13 @@ def freshness(age_days: float, volatility: float) -> float:
     half_life = HALF_LIFE_DAYS_AT_VOLATILE / volatility
     decay = math.exp(-math.log(2) * age_days / half_life)
     return MIN_FRESHNESS + (1.0 - MIN_FRESHNESS) * decay
+
+
+def evidence_needed(confirmations: int, volatility: float) -> int | None:
+    """How many inferred contradictions (this one included) retire a fact; None: the first one does.
+
+    Each confirmation outweighs one inferred blip. An explicit statement is never held back.
+    """
+    if confirmations >= RESIST_MIN_CONFIRMATIONS and volatility <= RESIST_MAX_VOLATILITY:
+        return confirmations
+    return None

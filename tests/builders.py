@@ -14,6 +14,7 @@ import numpy as np
 
 from lastknown_graph.models import (
     Confirmation,
+    Dispute,
     Expiry,
     FactKind,
     MessageRecord,
@@ -57,6 +58,7 @@ class SessionBuilder:
     confirmations: list[Confirmation] = field(default_factory=list)
     retirements: list[Retirement] = field(default_factory=list)
     expiries: list[Expiry] = field(default_factory=list)
+    disputes: list[Dispute] = field(default_factory=list)
 
     def say(self, text: str) -> str:
         message_id = f"m-{uuid.uuid4().hex}"
@@ -92,6 +94,9 @@ class SessionBuilder:
     def expire(self, old: str, new: str) -> None:
         self.expiries.append(Expiry(old_fact_id=old, new_fact_id=new))
 
+    def dispute(self, old: str, new: str, reason: str = "said once, in passing") -> None:
+        self.disputes.append(Dispute(old_fact_id=old, new_fact_id=new, reason=reason))
+
     def build(self) -> SessionWrite:
         if not self.messages:
             self.say("(no facts in this session)")
@@ -104,4 +109,5 @@ class SessionBuilder:
             confirmations=tuple(self.confirmations),
             retirements=tuple(self.retirements),
             expiries=tuple(self.expiries),
+            disputes=tuple(self.disputes),
         )

@@ -271,3 +271,38 @@ def test_bad_k_and_query_vectors_are_rejected(store: Store) -> None:
         store.similar_facts(user, [float("nan")] * 384, k=3)
     with pytest.raises(ValueError, match="zeros"):
         store.similar_facts(user, [0.0] * 384, k=3)
+
+
+def test_a_dispute_keeps_the_old_fact_current_and_records_evidence_against_it(store: Store) -> None:
+    user = new_user()
+    first = SessionBuilder(user, "s-1", date(2024, 1, 1))
+    thorough = first.fact("Prefers thorough explanations", "answer_style", vec(80), domain="core_preference")
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2024, 2, 1))
+    short = second.fact("Likes short replies", "answer_style", near(vec(80), 0.5, 81), inferred=True)
+    second.dispute(thorough, short, reason="said once, in passing")
+    store.apply(second.build())
+
+    current = store.current_facts(user)
+    assert [f.id for f in current] == [thorough]
+    assert current[0].contradicted_in == ("s-2",)
+    history = {e.fact.id: e for e in store.history(user)}
+    assert history[short].fact.status is FactStatus.DISPUTED
+    evidence = history[thorough].evidence_against
+    assert [(link.relation, link.fact_id, link.session_id, link.reason) for link in evidence] == [
+        ("contradicts", short, "s-2", "said once, in passing")]
+    assert history[thorough].replaced_by == ()
+    assert [(e.kind, e.fact_id, e.cause_fact_id) for e in store.timeline(user)][-1] == (
+        TimelineEventKind.DISPUTED, thorough, short)
+    assert {f.id for f in store.state_as_of(user, date(2024, 3, 1))} == {thorough, short}
+    assert store.similar_facts(user, vec(80), k=5)[0].fact.id == thorough
+
+    exported = store.export_user(user)
+    assert [r.relation for r in exported.replacements] == ["contradicts"]
+    store.delete_user(user)
+    store.import_user(exported)
+    assert store.export_user(user).canonical() == exported.canonical()
+
+    store.delete_facts(user, [short])
+    assert store.current_facts(user)[0].contradicted_in == ()
+    assert store.history(user)[0].evidence_against == ()

@@ -115,3 +115,46 @@ def test_an_explicit_change_retires_even_the_most_stable_domain_on_first_stateme
     memory.write(["I'm an accountant."], date="2024-01-01", session="s-1")
     report = memory.write(["I changed careers and now work as a nurse."], date="2024-03-01", session="s-2")
     assert [(r.old_text, r.new_text) for r in report.retired] == [("Works as an accountant", "Works as a nurse")]
+
+
+BLIP_RULES = [
+    Rule(purpose="extraction", contains="thorough", reply=Reply.json({"facts": [
+        _fact("Prefers thorough explanations", "answer_style", "core_preference")]})),
+    Rule(purpose="extraction", contains="short replies", reply=Reply.json({"facts": [
+        _fact("Likes short replies", "answer_style", "core_preference", inferred=True)]})),
+    Rule(purpose="extraction", contains="brief", reply=Reply.json({"facts": [
+        _fact("Wants brief answers", "answer_style", "core_preference", inferred=True)]})),
+    Rule(purpose="stage1", contains="Prefers thorough", reply=Reply.yes(0.1)),
+    Rule(purpose="stage1", reply=Reply.yes(0.97)),
+    Rule(purpose="stage2", reply=Reply.json({"reasoning": "Short answers contradict a taste for thorough ones.",
+                                             "verdict": "no_longer_true"})),
+]
+
+
+def test_a_confirmed_preference_resists_one_inferred_blip_and_yields_to_accumulated_evidence(
+    embedder: LocalEmbedder, store: Any
+) -> None:
+    from tests.builders import new_user
+
+    with ScriptedLLMServer(BLIP_RULES, supports_json_schema=False) as scripted:
+        llm = LLM(base_url=scripted.base_url, model="scripted", api_key="x", backoff_s=0.001)
+        memory = Memory(llm, embedder, user=new_user("prefs"), store=store)
+        for n, day in enumerate(("2024-01-01", "2024-02-01", "2024-03-01")):
+            memory.write(["Please be thorough, I like detail."], date=day, session=f"s-{n}")
+        [thorough] = memory.current()
+        assert len(thorough.confirmed_in) == 2
+
+        blip = memory.write(["really like short replies, by the way"], date="2024-04-01", session="s-blip")
+        assert blip.retired == () and blip.added == ()
+        [disputed] = blip.disputed
+        assert (disputed.old_text, disputed.new_text, disputed.evidence, disputed.evidence_needed) == (
+            "Prefers thorough explanations", "Likes short replies", 1, 2)
+        assert [f.text for f in memory.current()] == ["Prefers thorough explanations"]
+        assert "Likes short replies" not in memory.context()
+        evidence = next(e for e in memory.history() if e.fact.id == thorough.id).evidence_against
+        assert [link.fact_text for link in evidence] == ["Likes short replies"]
+
+        more = memory.write(["keep it brief please"], date="2024-05-01", session="s-more")
+        assert [(r.old_text, r.new_text, r.stage) for r in more.retired] == [
+            ("Prefers thorough explanations", "Wants brief answers", "evidence")]
+        assert [f.text for f in memory.current()] == ["Wants brief answers"]

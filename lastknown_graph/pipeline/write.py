@@ -17,6 +17,7 @@ from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.models import (
     Confirmation,
+    Dispute,
     Expiry,
     Fact,
     FactKind,
@@ -47,6 +48,7 @@ from lastknown_graph.prompts.extraction import (
 from lastknown_graph.reports import (
     AddedFact,
     ConfirmedFact,
+    DisputedFact,
     ExpiredFact,
     KeptFact,
     RejectedFact,
@@ -54,7 +56,7 @@ from lastknown_graph.reports import (
 )
 from lastknown_graph.store import Store
 from lastknown_graph.validation import check_text
-from lastknown_graph.volatility import VolatilityPriors, candidate_budget
+from lastknown_graph.volatility import VolatilityPriors, candidate_budget, evidence_needed
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +86,7 @@ class WritePlan:
     confirmed: list[ConfirmedFact] = field(default_factory=list)
     retired: list[RetiredFact] = field(default_factory=list)
     expired: list[ExpiredFact] = field(default_factory=list)
+    disputed: list[DisputedFact] = field(default_factory=list)
     kept: list[KeptFact] = field(default_factory=list)
     rejected: list[RejectedFact] = field(default_factory=list)
 
@@ -162,6 +165,7 @@ def plan_write(
     confirmations: list[Confirmation] = []
     retirements: list[Retirement] = []
     expiries: list[Expiry] = []
+    disputes: list[Dispute] = []
     touched: set[str] = set()
 
     for (fact, evidence), embedding in zip(usable, embeddings, strict=True):
@@ -196,8 +200,10 @@ def plan_write(
             id=new_id, text=fact.text, topic=fact.topic, domain=domain, inferred=fact.inferred, kind=kind,
             embedding=tuple(embedding), source_message_ids=source_ids,
         ))
-        plan.added.append(AddedFact(fact_id=new_id, text=fact.text, topic=fact.topic, kind=str(kind),
-                                    inferred=fact.inferred))
+        added: AddedFact | None = AddedFact(
+            fact_id=new_id, text=fact.text, topic=fact.topic, kind=str(kind), inferred=fact.inferred
+        )
+        retired_by_this = 0
         for candidate in candidates:
             earlier = candidate.fact
             if earlier.id in touched:
@@ -211,8 +217,25 @@ def plan_write(
             if kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
                 continue
             decision = decided.get(earlier.id) or judge(earlier)
+            needed = evidence_needed(len(earlier.confirmed_in), priors.of(earlier.domain))
+            contradictions = len(earlier.contradicted_in) + 1
+            if decision.retire and fact.inferred and needed is not None and contradictions < needed \
+                    and retired_by_this == 0:
+                # A weak blip against a well-confirmed, stable fact: kept as evidence, not acted on.
+                touched.add(earlier.id)
+                disputes.append(Dispute(old_fact_id=earlier.id, new_fact_id=new_id,
+                                        reason=decision.reason or "contradicts it"))
+                plan.disputed.append(DisputedFact(
+                    old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id, new_text=fact.text,
+                    reason=decision.reason, evidence=contradictions, evidence_needed=needed,
+                ))
+                added = None
+                break
             if decision.retire:
                 touched.add(earlier.id)
+                retired_by_this += 1
+                stage = "evidence" if fact.inferred and needed is not None else decision.stage
+                decision = PairDecision(True, stage, decision.still_true_probability, decision.reason)
                 retirements.append(Retirement(old_fact_id=earlier.id, new_fact_id=new_id, stage=decision.stage,
                                               reason=decision.reason or "no longer true"))
                 plan.retired.append(RetiredFact(
@@ -224,10 +247,12 @@ def plan_write(
                 plan.kept.append(KeptFact(fact_id=earlier.id, text=earlier.text, against=fact.text,
                                           stage=decision.stage,
                                           still_true_probability=decision.still_true_probability))
+        if added is not None:
+            plan.added.append(added)
 
     plan.change = plan.change.model_copy(update={
         "new_facts": tuple(new_facts), "confirmations": tuple(confirmations),
-        "retirements": tuple(retirements), "expiries": tuple(expiries),
+        "retirements": tuple(retirements), "expiries": tuple(expiries), "disputes": tuple(disputes),
     })
     # model_copy skips validation; validate the final change so a planning bug cannot reach the store.
     plan.change = SessionWrite.model_validate(plan.change.model_dump())

@@ -70,6 +70,14 @@ FILE_VERSION = 1
 FloatVector = npt.NDArray[np.float32]
 
 _DAY_ATTRS = frozenset({"date", "valid_from", "valid_to", "at"})
+# Edges from a newer fact to an older one, and the API's name for each.
+_RELATION_OF_EDGE = {"SUPERSEDES": "supersedes", "EXPIRES": "expires", "CONTRADICTS": "contradicts"}
+_EDGE_OF_RELATION = {relation: edge for edge, relation in _RELATION_OF_EDGE.items()}
+_EVENT_OF_EDGE = {
+    "SUPERSEDES": TimelineEventKind.RETIRED,
+    "EXPIRES": TimelineEventKind.EXPIRED,
+    "CONTRADICTS": TimelineEventKind.DISPUTED,
+}
 _MOMENT_ATTRS = frozenset({"recorded_at"})
 
 
@@ -313,12 +321,14 @@ class EmbeddedStore:
                     index=message.index, role=str(message.role), text=message.text, redacted=False,
                 )
                 graph.add_edge(session_key, key, key="CONTAINS")
+            disputed = change.disputed_fact_ids
             for new_fact in change.new_facts:
                 key = _fact_key(new_fact.id)
+                status = FactStatus.DISPUTED if new_fact.id in disputed else FactStatus.CURRENT
                 graph.add_node(
                     key, label="Fact", id=new_fact.id, user_id=user_id, text=new_fact.text,
                     topic=new_fact.topic, domain=new_fact.domain, inferred=new_fact.inferred,
-                    kind=str(new_fact.kind), status=str(FactStatus.CURRENT), valid_from=session.date,
+                    kind=str(new_fact.kind), status=str(status), valid_from=session.date,
                     valid_to=None, recorded_at=change.recorded_at, session_id=session.id,
                     embedding=np.asarray(new_fact.embedding, dtype=np.float32),
                 )
@@ -344,6 +354,11 @@ class EmbeddedStore:
                     _fact_key(expiry.new_fact_id), old_key, key="EXPIRES", session_id=session.id,
                     at=session.date, stage=None, reason=None,
                 )
+            for dispute in change.disputes:
+                graph.add_edge(
+                    _fact_key(dispute.new_fact_id), _fact_key(dispute.old_fact_id), key="CONTRADICTS",
+                    session_id=session.id, at=session.date, stage=None, reason=dispute.reason,
+                )
         return WriteOutcome(applied=True, already_written=False)
 
     def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
@@ -365,7 +380,7 @@ class EmbeddedStore:
             # A retirement decided in a session whose messages were redacted may quote them in its reason.
             for fact_key in self._user_fact_keys(graph, user_id):
                 for _, _, edge_type, attrs in graph.in_edges(fact_key, keys=True, data=True):
-                    if edge_type == "SUPERSEDES" and attrs["session_id"] in sessions:
+                    if edge_type in ("SUPERSEDES", "CONTRADICTS") and attrs["session_id"] in sessions:
                         attrs["reason"] = REDACTED_REASON
         return DeletionReport(deleted_fact_ids=tuple(deleted), redacted_message_ids=tuple(sorted(redacted)))
 
@@ -428,7 +443,7 @@ class EmbeddedStore:
             for link in export.replacements:
                 graph.add_edge(
                     _fact_key(link.new_fact_id), _fact_key(link.old_fact_id),
-                    key="SUPERSEDES" if link.relation == "supersedes" else "EXPIRES",
+                    key=_EDGE_OF_RELATION[link.relation],
                     session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason,
                 )
 
@@ -446,7 +461,11 @@ class EmbeddedStore:
         confirmed = [
             graph.nodes[target]["id"] for _, target, t in graph.out_edges(key, keys=True) if t == "CONFIRMED_IN"
         ]
-        return fact_from_map(attrs, confirmed, attrs["embedding"].tolist() if with_embedding else None)
+        contradicted = [
+            a["session_id"] for _, _, t, a in graph.in_edges(key, keys=True, data=True) if t == "CONTRADICTS"
+        ]
+        embedding = attrs["embedding"].tolist() if with_embedding else None
+        return fact_from_map(attrs, confirmed, embedding, contradicted)
 
     def _facts_where(self, user_id: str, statuses: frozenset[FactStatus]) -> list[Fact]:
         check_identifier(user_id)
@@ -509,21 +528,27 @@ class EmbeddedStore:
             graph = self._graph
             entries = []
             for key in self._user_fact_keys(graph, user_id):
-                links = [
-                    ReplacementLink(
-                        relation="supersedes" if t == "SUPERSEDES" else "expires",
-                        fact_id=graph.nodes[newer]["id"],
-                        fact_text=graph.nodes[newer]["text"],
-                        session_id=attrs["session_id"],
-                        at=attrs["at"],
-                        stage=attrs.get("stage"),
-                        reason=attrs.get("reason"),
-                    )
-                    for newer, _, t, attrs in graph.in_edges(key, keys=True, data=True)
-                    if t in ("SUPERSEDES", "EXPIRES")
-                ]
-                links.sort(key=lambda link: (link.at, link.fact_id))
-                entries.append(HistoryEntry(fact=self._fact(graph, key), replaced_by=tuple(links)))
+                links = sorted(
+                    (
+                        ReplacementLink(
+                            relation=_RELATION_OF_EDGE[t],
+                            fact_id=graph.nodes[newer]["id"],
+                            fact_text=graph.nodes[newer]["text"],
+                            session_id=attrs["session_id"],
+                            at=attrs["at"],
+                            stage=attrs.get("stage"),
+                            reason=attrs.get("reason"),
+                        )
+                        for newer, _, t, attrs in graph.in_edges(key, keys=True, data=True)
+                        if t in _RELATION_OF_EDGE
+                    ),
+                    key=lambda link: (link.at, link.fact_id),
+                )
+                entries.append(HistoryEntry(
+                    fact=self._fact(graph, key),
+                    replaced_by=tuple(link for link in links if link.relation != "contradicts"),
+                    evidence_against=tuple(link for link in links if link.relation == "contradicts"),
+                ))
         return oldest_first(entries)
 
     def state_as_of(self, user_id: str, day: date) -> list[Fact]:
@@ -551,10 +576,10 @@ class EmbeddedStore:
                             session_id=graph.nodes[target]["id"], **base,
                         ))
                 for newer, _, t, attrs in graph.in_edges(key, keys=True, data=True):
-                    if t in ("SUPERSEDES", "EXPIRES"):
+                    if t in _EVENT_OF_EDGE:
                         events.append(TimelineEvent(
                             at=attrs["at"],
-                            kind=TimelineEventKind.RETIRED if t == "SUPERSEDES" else TimelineEventKind.EXPIRED,
+                            kind=_EVENT_OF_EDGE[t],
                             session_id=attrs["session_id"], cause_fact_id=graph.nodes[newer]["id"],
                             cause_fact_text=graph.nodes[newer]["text"], stage=attrs.get("stage"),
                             reason=attrs.get("reason"), **base,
@@ -592,9 +617,9 @@ class EmbeddedStore:
                         confirmations.append(ExportedConfirmation(
                             fact_id=f["id"], session_id=graph.nodes[target]["id"], at=attrs["at"]
                         ))
-                    elif t in ("SUPERSEDES", "EXPIRES"):
+                    elif t in _RELATION_OF_EDGE:
                         replacements.append(ExportedReplacement(
-                            relation="supersedes" if t == "SUPERSEDES" else "expires",
+                            relation=_RELATION_OF_EDGE[t],
                             new_fact_id=f["id"], old_fact_id=graph.nodes[target]["id"],
                             session_id=attrs["session_id"], at=attrs["at"], stage=attrs.get("stage"),
                             reason=attrs.get("reason"),

@@ -221,6 +221,7 @@ class Neo4jStore:
                 self._run(tx, "write_facts", **common, recorded_at=change.recorded_at, facts=[
                     {"id": f.id, "text": f.text, "topic": f.topic, "domain": f.domain, "inferred": f.inferred,
                      "kind": str(f.kind), "embedding": list(f.embedding),
+                     "status": str(FactStatus.DISPUTED if f.id in change.disputed_fact_ids else FactStatus.CURRENT),
                      "source_message_ids": list(f.source_message_ids)}
                     for f in change.new_facts
                 ])
@@ -235,6 +236,8 @@ class Neo4jStore:
                 ])
             if change.expiries:
                 self._run(tx, "write_expiries", **common, expiries=[e.model_dump() for e in change.expiries])
+            if change.disputes:
+                self._run(tx, "write_disputes", **common, disputes=[d.model_dump() for d in change.disputes])
             return WriteOutcome(applied=True, already_written=False)
 
         return self._write(f"write session {session.id!r}", work)
@@ -297,8 +300,11 @@ class Neo4jStore:
     # ------------------------------------------------------------------ reads
 
     @staticmethod
-    def _facts(rows: list[dict[str, Any]]) -> list[Fact]:
-        return [fact_from_map(row["fact"], row["confirmed_in"]) for row in rows]
+    def _fact(row: dict[str, Any]) -> Fact:
+        return fact_from_map(row["fact"], row["confirmed_in"], contradicted_in=row["contradicted_in"])
+
+    def _facts(self, rows: list[dict[str, Any]]) -> list[Fact]:
+        return [self._fact(row) for row in rows]
 
     def session_exists(self, user_id: str, session_id: str) -> bool:
         rows = self._query(
@@ -351,10 +357,7 @@ class Neo4jStore:
 
         rows = self._read("search similar facts", work)
         return [
-            ScoredFact(
-                fact=fact_from_map(row["fact"], row["confirmed_in"]),
-                similarity=_cosine_from_neo4j_score(row["score"]),
-            )
+            ScoredFact(fact=self._fact(row), similarity=_cosine_from_neo4j_score(row["score"]))
             for row in rows
         ]
 
@@ -362,9 +365,13 @@ class Neo4jStore:
         rows = self._query("history", user_id=check_identifier(user_id))
         return oldest_first(
             HistoryEntry(
-                fact=fact_from_map(row["fact"], row["confirmed_in"]),
+                fact=self._fact(row),
                 replaced_by=tuple(
                     sorted((replacement_from_map(link) for link in row["replaced_by"]),
+                           key=lambda link: (link.at, link.fact_id))
+                ),
+                evidence_against=tuple(
+                    sorted((replacement_from_map(link) for link in row["evidence_against"]),
                            key=lambda link: (link.at, link.fact_id))
                 ),
             )

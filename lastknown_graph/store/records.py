@@ -57,6 +57,7 @@ def fact_from_map(
     props: Mapping[str, Any],
     confirmed_in: Iterable[str] = (),
     embedding: Sequence[float] | None = None,
+    contradicted_in: Iterable[str] = (),
 ) -> Fact:
     values = {name: props.get(name) for name in FACT_FIELDS}
     values["valid_from"] = to_day(values["valid_from"])
@@ -65,6 +66,7 @@ def fact_from_map(
     return Fact(
         **values,
         confirmed_in=tuple(sorted(confirmed_in)),
+        contradicted_in=tuple(sorted(contradicted_in)),
         embedding=tuple(float(x) for x in embedding) if embedding is not None else None,
     )
 
@@ -97,8 +99,9 @@ def best_first(scored: Iterable[ScoredFact], k: int) -> list[ScoredFact]:
 _EVENT_ORDER = {
     TimelineEventKind.ADDED: 0,
     TimelineEventKind.CONFIRMED: 1,
-    TimelineEventKind.EXPIRED: 2,
-    TimelineEventKind.RETIRED: 3,
+    TimelineEventKind.DISPUTED: 2,
+    TimelineEventKind.EXPIRED: 3,
+    TimelineEventKind.RETIRED: 4,
 }
 
 
