@@ -10,13 +10,14 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.errors import InvalidInputError, StaleStateError
+from lastknown_graph.errors import InvalidInputError, StaleStateError, UnknownUserError
 from lastknown_graph.llm import LLM, Usage, UsageMeter
-from lastknown_graph.models import Fact, HistoryEntry, ScoredFact, TimelineEvent, UserExport
+from lastknown_graph.models import DomainTelemetry, Fact, HistoryEntry, ScoredFact, TimelineEvent, UserExport
 from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.ranking import by_relevance, latest_day
+from lastknown_graph.pipeline.telemetry import domain_telemetry
 from lastknown_graph.pipeline.write import plan_write
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.reports import Answer, ForgetReport, UsageCounts, UsageReport, WriteReport
@@ -220,6 +221,13 @@ class Memory:
 
     def timeline(self) -> list[TimelineEvent]:
         return self.store.timeline(self.user)
+
+    def telemetry(self) -> list[DomainTelemetry]:
+        """Per volatility domain: facts added, confirmations, checks, stage-2 flags, retirements, evidence."""
+        try:
+            return domain_telemetry(self.store.export_user(self.user))
+        except UnknownUserError:
+            return []
 
     # ------------------------------------------------------------------ forgetting
 

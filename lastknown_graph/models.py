@@ -81,9 +81,18 @@ class Role(StrEnum):
 # What a session write carries into the store
 
 
+class CheckCount(Frozen):
+    """Conflict checks run in one session against facts of one volatility domain, for tuning priors."""
+
+    domain: Label
+    checks: int = Field(ge=0)
+    flagged: int = Field(ge=0)  # how many reached stage 2
+
+
 class SessionRecord(Frozen):
     id: SessionId
     date: date
+    checks: tuple[CheckCount, ...] = ()
 
 
 class MessageRecord(Frozen):
@@ -305,6 +314,20 @@ class DeletionReport(Frozen):
 class ExportedSession(Frozen):
     id: SessionId
     date: date
+    checks: tuple[CheckCount, ...] = ()
+
+
+class DomainTelemetry(Frozen):
+    """Per volatility domain: what the memory did with facts of that domain (``unassigned``: no domain)."""
+
+    domain: str
+    facts_added: int = 0
+    confirmations: int = 0
+    checks: int = 0
+    flagged_at_stage1: int = 0
+    retired_at_stage2: int = 0
+    retired_by_evidence: int = 0
+    evidence_logged: int = 0
 
 
 class ExportedMessage(Frozen):

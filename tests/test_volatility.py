@@ -158,3 +158,24 @@ def test_a_confirmed_preference_resists_one_inferred_blip_and_yields_to_accumula
         assert [(r.old_text, r.new_text, r.stage) for r in more.retired] == [
             ("Prefers thorough explanations", "Wants brief answers", "evidence")]
         assert [f.text for f in memory.current()] == ["Wants brief answers"]
+
+        telemetry = {t.domain: t for t in memory.telemetry()}
+        preference = telemetry["core_preference"]
+        assert (preference.facts_added, preference.confirmations, preference.checks, preference.flagged_at_stage1,
+                preference.retired_at_stage2, preference.retired_by_evidence, preference.evidence_logged) == (
+            2, 2, 2, 2, 0, 1, 1)
+        assert_cypher_telemetry_agrees(store, memory)
+
+
+def assert_cypher_telemetry_agrees(store: Any, memory: Memory) -> None:
+    """cypher/domain_telemetry.cypher gives Neo4j Browser users the numbers Memory.telemetry() gives."""
+    from lastknown_graph.cypher_library import CypherLibrary
+    from lastknown_graph.store import Neo4jStore
+
+    if not isinstance(store, Neo4jStore):
+        return
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(store.uri, auth=("neo4j", "unused")) as driver:
+        records, _, _ = driver.execute_query(CypherLibrary().get("domain_telemetry").text, user_id=memory.user)
+    assert [record.data() for record in records] == [t.model_dump() for t in memory.telemetry()]

@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.models import (
+    CheckCount,
     Confirmation,
     Dispute,
     Expiry,
@@ -59,6 +60,8 @@ from lastknown_graph.validation import check_text
 from lastknown_graph.volatility import VolatilityPriors, candidate_budget, evidence_needed
 
 logger = logging.getLogger(__name__)
+
+UNASSIGNED_DOMAIN = "unassigned"  # telemetry bucket for facts without a volatility domain
 
 _MESSAGE_NAMESPACE = uuid.UUID("5b0c1d8e-2f43-4b8e-9a57-9d5f3c1e7a21")
 
@@ -166,6 +169,7 @@ def plan_write(
     retirements: list[Retirement] = []
     expiries: list[Expiry] = []
     disputes: list[Dispute] = []
+    checks: dict[str, list[int]] = {}  # domain of the checked fact -> [checks run, reached stage 2]
     touched: set[str] = set()
 
     for (fact, evidence), embedding in zip(usable, embeddings, strict=True):
@@ -174,8 +178,12 @@ def plan_write(
         decided: dict[str, PairDecision] = {}
 
         def judge(earlier: Fact, fact_text: str = fact.text, evidence: list[int] = evidence) -> PairDecision:
-            return judge_pair(llm, meter, earlier, fact_text, day, [user_messages[i] for i in evidence], settings,
-                              earlier_volatility=priors.of(earlier.domain))
+            decision = judge_pair(llm, meter, earlier, fact_text, day, [user_messages[i] for i in evidence],
+                                  settings, earlier_volatility=priors.of(earlier.domain))
+            counts = checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
+            counts[0] += 1
+            counts[1] += decision.stage == "stage2"
+            return decision
 
         source_ids = tuple(messages[i].id for i in evidence)
         # A conversation dated before a fact was stated cannot make that fact stop being true.
@@ -250,7 +258,11 @@ def plan_write(
         if added is not None:
             plan.added.append(added)
 
+    session_record = SessionRecord(id=session_id, date=day, checks=tuple(
+        CheckCount(domain=domain_name, checks=run, flagged=flagged) for domain_name, (run, flagged) in checks.items()
+    ))
     plan.change = plan.change.model_copy(update={
+        "session": session_record,
         "new_facts": tuple(new_facts), "confirmations": tuple(confirmations),
         "retirements": tuple(retirements), "expiries": tuple(expiries), "disputes": tuple(disputes),
     })

@@ -57,6 +57,8 @@ from lastknown_graph.store.records import (
     best_first,
     check_k,
     check_query_embedding,
+    checks_from_props,
+    checks_to_props,
     fact_from_map,
     in_timeline_order,
     most_recent_first,
@@ -312,7 +314,8 @@ class EmbeddedStore:
             user_key = _user_key(user_id)
             if user_key not in graph:
                 graph.add_node(user_key, label="User", id=user_id)
-            graph.add_node(session_key, label="Session", id=session.id, user_id=user_id, date=session.date)
+            graph.add_node(session_key, label="Session", id=session.id, user_id=user_id, date=session.date,
+                           **checks_to_props(session.checks))
             graph.add_edge(user_key, session_key, key="HAD")
             for message in change.messages:
                 key = _message_key(message.id)
@@ -415,7 +418,8 @@ class EmbeddedStore:
             graph.add_node(user_key, label="User", id=user_id)
             for session in export.sessions:
                 key = _session_key(user_id, session.id)
-                graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date)
+                graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date,
+                               **checks_to_props(session.checks))
                 graph.add_edge(user_key, key, key="HAD")
             for message in export.messages:
                 key = _message_key(message.id)
@@ -598,7 +602,8 @@ class EmbeddedStore:
                 if t != "HAD":
                     continue
                 session = graph.nodes[session_key]
-                sessions.append(ExportedSession(id=session["id"], date=session["date"]))
+                sessions.append(ExportedSession(id=session["id"], date=session["date"],
+                                                checks=checks_from_props(session)))
                 for _, message_key, t2 in graph.out_edges(session_key, keys=True):
                     if t2 == "CONTAINS":
                         m = graph.nodes[message_key]

@@ -48,6 +48,8 @@ from lastknown_graph.store.records import (
     REDACTED_REASON,
     check_k,
     check_query_embedding,
+    checks_from_props,
+    checks_to_props,
     fact_from_map,
     in_timeline_order,
     oldest_first,
@@ -214,7 +216,7 @@ class Neo4jStore:
             )
             if used:
                 raise StoreError(f"ids already in use: {sorted(row['id'] for row in used)!r}")
-            self._run(tx, "write_session", **common, messages=[
+            self._run(tx, "write_session", **common, **checks_to_props(session.checks), messages=[
                 {"id": m.id, "index": m.index, "role": str(m.role), "text": m.text} for m in change.messages
             ])
             if change.new_facts:
@@ -281,7 +283,7 @@ class Neo4jStore:
                 raise StoreError(f"ids already in use: {sorted(row['id'] for row in used)!r}")
             self._run(
                 tx, "import_user", user_id=export.user_id,
-                sessions=[s.model_dump() for s in export.sessions],
+                sessions=[{"id": s.id, "date": s.date, **checks_to_props(s.checks)} for s in export.sessions],
                 messages=[m.model_dump(mode="python") | {"role": str(m.role)} for m in export.messages],
             )
             self._run(tx, "import_facts", user_id=export.user_id, facts=[
@@ -397,7 +399,10 @@ class Neo4jStore:
         session_rows, fact_rows, exists = self._read("export a user", work)
         if not exists:
             raise UnknownUserError(f"user {user_id!r} has no memory in this store")
-        sessions = [ExportedSession(id=row["id"], date=to_day(row["date"])) for row in session_rows]
+        sessions = [
+            ExportedSession(id=row["id"], date=to_day(row["date"]), checks=checks_from_props(row))
+            for row in session_rows
+        ]
         messages = [ExportedMessage(**m) for row in session_rows for m in row["messages"]]
         facts, confirmations, replacements = [], [], []
         for row in fact_rows:

@@ -11,7 +11,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from lastknown_graph.models import Fact, HistoryEntry, ReplacementLink, ScoredFact, TimelineEvent, TimelineEventKind
+from lastknown_graph.models import (
+    CheckCount,
+    Fact,
+    HistoryEntry,
+    ReplacementLink,
+    ScoredFact,
+    TimelineEvent,
+    TimelineEventKind,
+)
 
 FACT_FIELDS = (
     "id",
@@ -125,3 +133,21 @@ def check_query_embedding(embedding: Sequence[float], dimension: int | None) -> 
     if not any(vector):
         raise ValueError("query embedding is all zeros: cosine similarity is undefined for it")
     return vector
+
+
+def checks_to_props(checks: Iterable[CheckCount]) -> dict[str, list[Any]]:
+    """Session properties holding per-domain check counts as parallel lists (Neo4j has no map properties)."""
+    ordered = sorted(checks, key=lambda c: c.domain)
+    return {
+        "checked_domains": [c.domain for c in ordered],
+        "checks": [c.checks for c in ordered],
+        "flagged": [c.flagged for c in ordered],
+    }
+
+
+def checks_from_props(props: Mapping[str, Any]) -> tuple[CheckCount, ...]:
+    domains = props.get("checked_domains") or []
+    return tuple(
+        CheckCount(domain=d, checks=c, flagged=f)
+        for d, c, f in zip(domains, props.get("checks") or [], props.get("flagged") or [], strict=True)
+    )
