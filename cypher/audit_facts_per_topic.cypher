@@ -8,8 +8,9 @@ WITH f.topic AS topic,
      count(*) AS total,
      count(CASE f.status WHEN 'current' THEN 1 END) AS current,
      count(CASE f.status WHEN 'retired' THEN 1 END) AS retired,
-     count(CASE f.status WHEN 'expired' THEN 1 END) AS expired
-RETURN topic, total, current, retired, expired,
+     count(CASE f.status WHEN 'expired' THEN 1 END) AS expired,
+     count(CASE f.status WHEN 'disputed' THEN 1 END) AS disputed
+RETURN topic, total, current, retired, expired, disputed,
        COLLECT {
          MATCH (c:Fact {user_id: $user_id, topic: topic, status: 'current'})
          RETURN c.text ORDER BY c.valid_from DESC, c.text

@@ -548,3 +548,27 @@ def test_integrity_check_finds_exactly_the_planted_problem(
     assert run(driver, check, user_id=other.user) == (expected if BREAKS[check].other_sees_it else [])
     # The whole-database variant finds the same rows among everyone else's.
     assert [r for r in run(driver, check, user_id=None) if mentions(r, {h.user, other.user})] == expected
+
+
+def test_disputes_show_in_session_changes_per_topic_counts_and_the_timeline_graph(
+    driver: neo4j.Driver, store: Neo4jStore
+) -> None:
+    user = new_user("audit-dispute")
+    first = SessionBuilder(user, "s-1", FEB)
+    thorough = first.fact("Prefers thorough explanations", "answer_style", vec(90), domain="core_preference")
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2024, 3, 1))
+    short = second.fact("Likes short replies", "answer_style", near(vec(90), 0.5, 91), inferred=True)
+    second.dispute(thorough, short, reason="said once, in passing")
+    store.apply(second.build())
+
+    changes = run(driver, "audit_session_changes", user_id=user, session_id="s-2")
+    assert [(r["change"], r["fact_text"], r["status"], r["cause_fact_text"], r["reason"]) for r in changes] == [
+        ("added", "Likes short replies", "disputed", None, None),
+        ("disputed", "Prefers thorough explanations", "current", "Likes short replies", "said once, in passing"),
+    ]
+    per_topic = run(driver, "audit_facts_per_topic", user_id=user)
+    assert [(r["topic"], r["total"], r["current"], r["disputed"], r["current_facts"]) for r in per_topic] == [
+        ("answer_style", 2, 1, 1, ["Prefers thorough explanations"])]
+    parts = [r["part"] for r in run(driver, "audit_timeline_graph", user_id=user)]
+    assert parts.count("contradicts") == 1
