@@ -25,6 +25,7 @@ from lastknown_graph.models import (
     UserExport,
 )
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.volatility import VolatilityPriors
 
 __version__ = "0.1.0"
 
@@ -58,4 +59,5 @@ __all__ = [
     "UnknownUserError",
     "UserExistsError",
     "UserExport",
+    "VolatilityPriors",
 ]
