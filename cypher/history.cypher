@@ -7,6 +7,7 @@ MATCH (f:Fact {user_id: $user_id})
 RETURN f {.id, .user_id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .valid_to,
           .recorded_at, .session_id} AS fact,
        [(f)-[:CONFIRMED_IN]->(s:Session) | s.id] AS confirmed_in,
+       [(f)-[c:CONFIRMED_IN]->(:Session) | c.at] AS confirmed_at,
        [(f)<-[c:CONTRADICTS]-(:Fact) | c.session_id] AS contradicted_in,
        [(newer:Fact)-[r:SUPERSEDES|EXPIRES]->(f) |
          {relation: CASE type(r) WHEN 'SUPERSEDES' THEN 'supersedes' ELSE 'expires' END,

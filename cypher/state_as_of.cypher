@@ -7,5 +7,6 @@ WHERE f.valid_from <= $day AND (f.valid_to IS NULL OR f.valid_to > $day)
 RETURN f {.id, .user_id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .valid_to,
           .recorded_at, .session_id} AS fact,
        [(f)-[:CONFIRMED_IN]->(s:Session) | s.id] AS confirmed_in,
+       [(f)-[c:CONFIRMED_IN]->(:Session) | c.at] AS confirmed_at,
        [(f)<-[c:CONTRADICTS]-(:Fact) | c.session_id] AS contradicted_in
 ORDER BY f.valid_from DESC, f.recorded_at DESC, f.id DESC

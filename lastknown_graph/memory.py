@@ -35,6 +35,8 @@ MAX_DAYS_AHEAD = 1
 FIND_MAX_K = 1000
 # find() ranks a pool larger than k, so a fresher fact just below the top k by similarity can rise.
 FIND_POOL_FACTOR = 3
+# ... and never a tiny pool: with k=1 three older values of one attribute could crowd out the newest.
+FIND_MIN_POOL = 20
 
 
 def default_store() -> Store:
@@ -200,7 +202,8 @@ class Memory:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= FIND_MAX_K:
             raise InvalidInputError(f"k must be an integer from 1 to {FIND_MAX_K}, got {k!r}")
         [embedding] = self.embedder.embed([self._text(query)])
-        pool = self.store.similar_facts(self.user, embedding, min(FIND_MAX_K, k * FIND_POOL_FACTOR), ANY_STATUS)
+        pool_size = min(FIND_MAX_K, max(k * FIND_POOL_FACTOR, FIND_MIN_POOL))
+        pool = self.store.similar_facts(self.user, embedding, pool_size, ANY_STATUS)
         today = latest_day(self.store.current_facts(self.user)) or datetime.now(UTC).date()
         return by_relevance(pool, today, self.priors)[:k]
 

@@ -252,6 +252,7 @@ class Fact(Frozen):
     recorded_at: UtcDatetime
     session_id: SessionId
     confirmed_in: tuple[SessionId, ...] = ()
+    last_confirmed: date | None = None  # the latest day it was said again
     contradicted_in: tuple[SessionId, ...] = ()  # sessions whose disputed facts are evidence against it
     embedding: Embedding | None = None
 

@@ -16,13 +16,14 @@ PRIORS = VolatilityPriors()
 
 
 def fact(fact_id: str, text: str, domain: str | None, days_old: int, *, confirmations: int = 0,
-         status: FactStatus = FactStatus.CURRENT) -> Fact:
+         last_confirmed_days_ago: int | None = None, status: FactStatus = FactStatus.CURRENT) -> Fact:
     return Fact(
         id=fact_id, user_id="u", text=text, topic="t", domain=domain, inferred=False, kind=FactKind.STATE,
         status=status, valid_from=TODAY - timedelta(days=days_old),
         valid_to=TODAY if status is not FactStatus.CURRENT else None,
         recorded_at=datetime(2025, 1, 1, tzinfo=UTC), session_id="s",
         confirmed_in=tuple(f"c{n}" for n in range(confirmations)),
+        last_confirmed=TODAY - timedelta(days=last_confirmed_days_ago) if last_confirmed_days_ago is not None else None,
     )
 
 
@@ -38,10 +39,21 @@ def test_old_volatile_facts_rank_below_fresh_or_stable_ones_at_equal_similarity(
     assert ranked_ids(old_place, old_trait) == ["old-trait", "old-place"]
 
 
-def test_confirmations_keep_a_fact_fresh() -> None:
+def test_a_recent_confirmation_keeps_a_fact_fresh_but_old_confirmations_do_not() -> None:
     said_once = fact("once", "Likes jazz", "stated_preference", 300)
-    said_often = fact("often", "Likes blues", "stated_preference", 300, confirmations=5)
-    assert ranked_ids(said_once, said_often) == ["often", "once"]
+    said_lately = fact("lately", "Likes blues", "stated_preference", 300, confirmations=1, last_confirmed_days_ago=3)
+    assert ranked_ids(said_once, said_lately) == ["lately", "once"]
+    # Said five times long ago, then not again: it ages from the last time it was heard.
+    said_often_long_ago = fact("a-often", "Likes soul", "stated_preference", 400, confirmations=5,
+                               last_confirmed_days_ago=300)
+    newer = fact("z-newer", "Likes funk", "stated_preference", 30)
+    assert ranked_ids(said_often_long_ago, newer) == ["z-newer", "a-often"]
+
+
+def test_history_ranks_below_a_current_fact_however_old_the_current_fact_is() -> None:
+    ancient = fact("z-current", "Is in a meeting", "transient_fact", 5000)
+    retired = fact("a-retired", "Was in a meeting", "transient_fact", 10, status=FactStatus.RETIRED)
+    assert ranked_ids(retired, ancient) == ["z-current", "a-retired"]
 
 
 def test_history_ranks_below_an_equally_similar_current_fact_and_keeps_its_status() -> None:

@@ -49,6 +49,8 @@ def test_current_state_is_most_recent_first_with_fields_intact(store: Store) -> 
     rain = next(f for f in current if f.id == ids["rain"])
     assert rain.valid_from == date(2024, 2, 10)
     assert rain.confirmed_in == ("s-sep",)
+    assert rain.last_confirmed == date(2024, 9, 3)
+    assert desert.last_confirmed is None
     assert current[-1].id == ids["rain"]
 
 

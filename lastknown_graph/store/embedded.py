@@ -462,14 +462,16 @@ class EmbeddedStore:
 
     def _fact(self, graph: nx.MultiDiGraph, key: str, with_embedding: bool = False) -> Fact:
         attrs = graph.nodes[key]
-        confirmed = [
-            graph.nodes[target]["id"] for _, target, t in graph.out_edges(key, keys=True) if t == "CONFIRMED_IN"
+        confirmations = [
+            (graph.nodes[target]["id"], a["at"])
+            for _, target, t, a in graph.out_edges(key, keys=True, data=True) if t == "CONFIRMED_IN"
         ]
+        confirmed = [session_id for session_id, _ in confirmations]
         contradicted = [
             a["session_id"] for _, _, t, a in graph.in_edges(key, keys=True, data=True) if t == "CONTRADICTS"
         ]
         embedding = attrs["embedding"].tolist() if with_embedding else None
-        return fact_from_map(attrs, confirmed, embedding, contradicted)
+        return fact_from_map(attrs, confirmed, embedding, contradicted, [at for _, at in confirmations])
 
     def _facts_where(self, user_id: str, statuses: frozenset[FactStatus]) -> list[Fact]:
         check_identifier(user_id)

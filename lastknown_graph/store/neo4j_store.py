@@ -303,7 +303,8 @@ class Neo4jStore:
 
     @staticmethod
     def _fact(row: dict[str, Any]) -> Fact:
-        return fact_from_map(row["fact"], row["confirmed_in"], contradicted_in=row["contradicted_in"])
+        return fact_from_map(row["fact"], row["confirmed_in"], contradicted_in=row["contradicted_in"],
+                             confirmed_at=row["confirmed_at"])
 
     def _facts(self, rows: list[dict[str, Any]]) -> list[Fact]:
         return [self._fact(row) for row in rows]

@@ -66,6 +66,7 @@ def fact_from_map(
     confirmed_in: Iterable[str] = (),
     embedding: Sequence[float] | None = None,
     contradicted_in: Iterable[str] = (),
+    confirmed_at: Iterable[Any] = (),
 ) -> Fact:
     values = {name: props.get(name) for name in FACT_FIELDS}
     values["valid_from"] = to_day(values["valid_from"])
@@ -75,6 +76,7 @@ def fact_from_map(
         **values,
         confirmed_in=tuple(sorted(confirmed_in)),
         contradicted_in=tuple(sorted(contradicted_in)),
+        last_confirmed=max((day for day in map(to_day, confirmed_at) if day is not None), default=None),
         embedding=tuple(float(x) for x in embedding) if embedding is not None else None,
     )
 
