@@ -11,7 +11,6 @@ from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
-from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.volatility import (
     DEFAULT_PRIORS,
     MIN_FRESHNESS,
@@ -85,12 +84,14 @@ def server() -> Iterator[ScriptedLLMServer]:
 
 
 def test_two_memories_with_different_priors_in_one_process_do_not_interfere(
-    server: ScriptedLLMServer, embedder: LocalEmbedder
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Any
 ) -> None:
+    from tests.builders import new_user
+
     llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
-    stable = Memory(llm, embedder, user="stable", store=EmbeddedStore(None))
+    stable = Memory(llm, embedder, user=new_user("stable"), store=store)
     # This deployment thinks personality changes fast: P(still true) = 0.7 is below its bar.
-    flighty = Memory(llm, embedder, user="flighty", store=EmbeddedStore(None),
+    flighty = Memory(llm, embedder, user=new_user("flighty"), store=store,
                      priors=VolatilityPriors().with_domains(personality_trait=0.9))
     for memory in (stable, flighty):
         memory.write(["I'm an introvert, honestly."], date="2024-01-01", session="s-1")
@@ -107,10 +108,12 @@ def test_two_memories_with_different_priors_in_one_process_do_not_interfere(
 
 
 def test_an_explicit_change_retires_even_the_most_stable_domain_on_first_statement(
-    server: ScriptedLLMServer, embedder: LocalEmbedder
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Any
 ) -> None:
+    from tests.builders import new_user
+
     llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
-    memory = Memory(llm, embedder, user="career", store=EmbeddedStore(None),
+    memory = Memory(llm, embedder, user=new_user("career"), store=store,
                     priors=VolatilityPriors().with_domains(biographical=0.0))
     memory.write(["I'm an accountant."], date="2024-01-01", session="s-1")
     report = memory.write(["I changed careers and now work as a nurse."], date="2024-03-01", session="s-2")
@@ -179,3 +182,46 @@ def assert_cypher_telemetry_agrees(store: Any, memory: Memory) -> None:
     with neo4j.GraphDatabase.driver(store.uri, auth=("neo4j", "unused")) as driver:
         records, _, _ = driver.execute_query(CypherLibrary().get("domain_telemetry").text, user_id=memory.user)
     assert [record.data() for record in records] == [t.model_dump() for t in memory.telemetry()]
+
+
+
+CHANGES = {
+    "berlin_to_paris": (
+        ["I live in Berlin."], _fact("Lives in Berlin", "location", "location"),
+        ["I moved to Paris last month."], _fact("Lives in Paris", "location", "location"),
+    ),
+    "mood_great_to_stressed": (
+        ["Feeling great today!"], _fact("Feels great", "mood", "emotional_context"),
+        ["Honestly I'm so stressed right now."], _fact("Feels stressed", "mood", "emotional_context"),
+    ),
+    "explicit_preference_change": (
+        ["Keep answers short, please."], _fact("Prefers short answers", "answer_style", "core_preference"),
+        ["I now prefer long, detailed explanations."],
+        _fact("Prefers long, detailed explanations", "answer_style", "core_preference"),
+    ),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_changes_in_any_domain_update_the_memory(change: str, embedder: LocalEmbedder, store: Any) -> None:
+    from tests.builders import new_user
+
+    old_words, old_fact, new_words, new_fact = CHANGES[change]
+    rules = [
+        Rule(purpose="extraction", contains=old_words[0], reply=Reply.json({"facts": [old_fact]})),
+        Rule(purpose="extraction", contains=new_words[0], reply=Reply.json({"facts": [new_fact]})),
+        Rule(purpose="stage1", contains=[old_fact["text"], new_fact["text"]], reply=Reply.yes(0.05)),
+        Rule(purpose="stage2", reply=Reply.json({"reasoning": "The later statement replaces the earlier one.",
+                                                 "verdict": "no_longer_true"})),
+    ]
+    with ScriptedLLMServer(rules, supports_json_schema=False) as scripted:
+        llm = LLM(base_url=scripted.base_url, model="scripted", api_key="x", backoff_s=0.001)
+        memory = Memory(llm, embedder, user=new_user(change.replace("_", "-")), store=store)
+        # The old fact is said in three sessions: well confirmed, yet an explicit statement must win.
+        for n, day in enumerate(("2024-01-01", "2024-01-08", "2024-01-15")):
+            memory.write(old_words, date=day, session=f"s-{n}")
+        report = memory.write(new_words, date="2024-02-01", session="s-new")
+    assert [(r.old_text, r.new_text, r.stage) for r in report.retired] == [
+        (old_fact["text"], new_fact["text"], "stage2")]
+    assert report.disputed == ()
+    assert [f.text for f in memory.current()] == [new_fact["text"]]
