@@ -227,8 +227,14 @@ def plan_write(
             decision = decided.get(earlier.id) or judge(earlier)
             needed = evidence_needed(len(earlier.confirmed_in), priors.of(earlier.domain))
             contradictions = len(earlier.contradicted_in) + 1
-            if decision.retire and fact.inferred and needed is not None and contradictions < needed \
-                    and retired_by_this == 0:
+            resisted = decision.retire and fact.inferred and needed is not None and contradictions < needed
+            if resisted and retired_by_this > 0:
+                # The new fact already replaced another fact, so it cannot become evidence; the
+                # well-confirmed fact still does not yield to it.
+                plan.kept.append(KeptFact(fact_id=earlier.id, text=earlier.text, against=fact.text,
+                                          stage="resisted", still_true_probability=decision.still_true_probability))
+                continue
+            if resisted:
                 # A weak blip against a well-confirmed, stable fact: kept as evidence, not acted on.
                 touched.add(earlier.id)
                 disputes.append(Dispute(old_fact_id=earlier.id, new_fact_id=new_id,
@@ -242,7 +248,8 @@ def plan_write(
             if decision.retire:
                 touched.add(earlier.id)
                 retired_by_this += 1
-                stage = "evidence" if fact.inferred and needed is not None else decision.stage
+                by_evidence = fact.inferred and needed is not None
+                stage = "evidence" if by_evidence else decision.stage
                 decision = PairDecision(True, stage, decision.still_true_probability, decision.reason)
                 retirements.append(Retirement(old_fact_id=earlier.id, new_fact_id=new_id, stage=decision.stage,
                                               reason=decision.reason or "no longer true"))
