@@ -186,9 +186,13 @@ lastknown forget-about --user alice "scorpions" --threshold 0.7 --yes
 lastknown history --user alice
 """, run_history)
 
-    _command(commands, common, "timeline", "adds, confirmations, retirements (with cause) and expiries by date", """
+    timeline = _command(
+        commands, common, "timeline", "adds, confirmations, retirements (with cause) and expiries by date", """
 lastknown timeline --user alice
+lastknown timeline --user alice --html alice-timeline.html    # one self-contained page: facts on a time axis
 """, run_timeline)
+    timeline.add_argument("--html", metavar="PATH",
+                          help="write the timeline as one self-contained HTML page (a picture by topic) to PATH")
 
     as_of = _command(commands, common, "as-of", "what was true on a past date", """
 lastknown as-of --user alice 2024-05-01

@@ -44,6 +44,7 @@ from lastknown_graph.pipeline.ranking import latest_day
 from lastknown_graph.reports import ForgetReport
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Store
 from lastknown_graph.store.embedded import FILE_FORMAT as EMBEDDED_FORMAT
+from lastknown_graph.timeline_html import render_timeline_html
 from lastknown_graph.validation import check_identifier, check_text, parse_day
 from lastknown_graph.volatility import VolatilityPriors
 
@@ -87,8 +88,19 @@ def run_history(args: argparse.Namespace, rt: Runtime) -> int:
 
 def run_timeline(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
-    events = rt.store_with_user(user).timeline(user)
-    emit(rt.options, {"user": user, "events": [e.model_dump(mode="json") for e in events]}, timeline_text(events))
+    store = rt.store_with_user(user)
+    events = store.timeline(user)
+    if args.html is None:
+        emit(rt.options, {"user": user, "events": [e.model_dump(mode="json") for e in events]},
+             timeline_text(events))
+        return EXIT_OK
+    target = Path(args.html)
+    page = render_timeline_html(user, store.history(user), events)
+    try:
+        target.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise CLIError(f"cannot write {target}: {exc.strerror or exc}", 1) from exc
+    emit(rt.options, {"user": user, "html": str(target)}, str(target))
     return EXIT_OK
 
 
