@@ -100,6 +100,16 @@ def _fact_key(fact_id: str) -> str:
     return f"fact\x1f{fact_id}"
 
 
+def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: list[str]) -> None:
+    """New fact and message nodes must not reuse an id held by any user."""
+    for fact_id in fact_ids:
+        if _fact_key(fact_id) in graph:
+            raise StoreError(f"fact id {fact_id!r} is already used")
+    for message_id in message_ids:
+        if _message_key(message_id) in graph:
+            raise StoreError(f"message id {message_id!r} is already used")
+
+
 def _encode_vector(vector: FloatVector) -> str:
     return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
 
@@ -304,12 +314,7 @@ class EmbeddedStore:
                 node = graph.nodes.get(_fact_key(fact_id))
                 if node is None or node["user_id"] != user_id or node["status"] != FactStatus.CURRENT:
                     raise StaleStateError(f"fact {fact_id!r} is not a current fact of user {user_id!r}")
-            for new_fact in change.new_facts:
-                if _fact_key(new_fact.id) in graph:
-                    raise StoreError(f"fact id {new_fact.id!r} is already used")
-            for message in change.messages:
-                if _message_key(message.id) in graph:
-                    raise StoreError(f"message id {message.id!r} is already used")
+            _refuse_used_ids(graph, [f.id for f in change.new_facts], [m.id for m in change.messages])
 
             user_key = _user_key(user_id)
             if user_key not in graph:
@@ -409,12 +414,7 @@ class EmbeddedStore:
             user_key = _user_key(user_id)
             if user_key in graph:
                 raise UserExistsError(f"user {user_id!r} already has memory in this store")
-            for fact in export.facts:
-                if _fact_key(fact.id) in graph:
-                    raise StoreError(f"fact id {fact.id!r} is already used")
-            for message in export.messages:
-                if _message_key(message.id) in graph:
-                    raise StoreError(f"message id {message.id!r} is already used")
+            _refuse_used_ids(graph, [f.id for f in export.facts], [m.id for m in export.messages])
             graph.add_node(user_key, label="User", id=user_id)
             for session in export.sessions:
                 key = _session_key(user_id, session.id)

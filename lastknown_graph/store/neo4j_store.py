@@ -136,6 +136,12 @@ class Neo4jStore:
         result = tx.run(self._library.get(name).text, parameters)
         return [record.data() for record in result]
 
+    def _refuse_used_ids(self, tx: ManagedTransaction, fact_ids: list[str], message_ids: list[str]) -> None:
+        """New fact and message nodes must not reuse an id held by any user."""
+        used = self._run(tx, "used_ids", fact_ids=fact_ids, message_ids=message_ids)
+        if used:
+            raise StoreError(f"ids already in use: {sorted(row['id'] for row in used)!r}")
+
     def _read(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
         with self._translated_errors(action), self._driver.session(database=self._database) as session:
             return session.execute_read(work)
@@ -211,11 +217,7 @@ class Neo4jStore:
                 missing = [fact_id for fact_id in touched if fact_id not in current]
                 if missing:
                     raise StaleStateError(f"facts {missing!r} are not current facts of user {change.user_id!r}")
-            used = self._run(
-                tx, "used_ids", fact_ids=[f.id for f in change.new_facts], message_ids=[m.id for m in change.messages]
-            )
-            if used:
-                raise StoreError(f"ids already in use: {sorted(row['id'] for row in used)!r}")
+            self._refuse_used_ids(tx, [f.id for f in change.new_facts], [m.id for m in change.messages])
             self._run(tx, "write_session", **common, **checks_to_props(session.checks), messages=[
                 {"id": m.id, "index": m.index, "role": str(m.role), "text": m.text} for m in change.messages
             ])
@@ -276,11 +278,7 @@ class Neo4jStore:
         def work(tx: ManagedTransaction) -> None:
             if self._run(tx, "user_exists", user_id=export.user_id)[0]["exists"]:
                 raise UserExistsError(f"user {export.user_id!r} already has memory in this store")
-            used = self._run(
-                tx, "used_ids", fact_ids=[f.id for f in export.facts], message_ids=[m.id for m in export.messages]
-            )
-            if used:
-                raise StoreError(f"ids already in use: {sorted(row['id'] for row in used)!r}")
+            self._refuse_used_ids(tx, [f.id for f in export.facts], [m.id for m in export.messages])
             self._run(
                 tx, "import_user", user_id=export.user_id,
                 sessions=[{"id": s.id, "date": s.date, **checks_to_props(s.checks)} for s in export.sessions],
