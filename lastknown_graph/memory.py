@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -28,8 +30,11 @@ from lastknown_graph.volatility import VolatilityPriors
 logger = logging.getLogger(__name__)
 
 # Another write for the same user may retire a fact between our read and our commit;
-# the plan is then recomputed against the new state, a bounded number of times.
-MAX_PLAN_ATTEMPTS = 3
+# the plan is then recomputed against the new state, a bounded number of times. Each refusal
+# means a rival write committed, so k writers racing for one user all finish within k attempts;
+# the bound covers eight at once, and the random pause keeps them from re-colliding in step.
+MAX_PLAN_ATTEMPTS = 8
+REPLAN_PAUSE_S = 0.05
 # Conversation dates may be in the past (imports); a date after tomorrow is a caller bug.
 MAX_DAYS_AHEAD = 1
 FIND_MAX_K = 1000
@@ -145,6 +150,7 @@ class Memory:
                 if attempt == MAX_PLAN_ATTEMPTS:
                     raise
                 logger.info("state changed under session %s; planning again (attempt %d)", session_id, attempt + 1)
+                time.sleep(random.uniform(0, REPLAN_PAUSE_S))
                 continue
             if outcome.already_written:
                 return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=True,
