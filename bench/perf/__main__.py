@@ -1,0 +1,67 @@
+"""Command line of the scale benchmark; see ``bench/perf/__init__.py``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from bench._report import write_generated
+from bench.perf.report import generated_markdown, plot
+from bench.perf.runner import FULL, QUICK, RunResult, run
+
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
+TITLE = "Graph performance at scale"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.perf", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="CI size: a few users x a few dozen facts")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="directory for perf*.md and perf*.png (default: bench/results, or a --quick "
+                             "suffix there with --quick)")
+    parser.add_argument("--neo4j-uri", default=os.environ.get("LASTKNOWN_NEO4J_URI"),
+                        help="Neo4j to fill (default: LASTKNOWN_NEO4J_URI)")
+    parser.add_argument("--neo4j-home", type=Path, default=None,
+                        help="home of a server started with `python -m lastknown_graph.local_neo4j start --home`; "
+                             "gives its RSS and disk size")
+    parser.add_argument("--work-dir", type=Path, default=None, help="where the embedded store file goes")
+    parser.add_argument("--embedded-max-users", type=int, default=None,
+                        help="load at most this many background users into the embedded store")
+    parser.add_argument("--no-embedder", action="store_true", help="skip timing the real MiniLM embedder")
+    parser.add_argument("--keep-data", action="store_true", help="leave the synthetic users in Neo4j")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    for chatty in ("httpx", "sentence_transformers", "neo4j"):  # one line per request would drown the progress
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    if not args.neo4j_uri:
+        print("bench.perf needs a Neo4j: --neo4j-uri or LASTKNOWN_NEO4J_URI", file=sys.stderr)
+        return 2
+    sizes = QUICK if args.quick else FULL
+    if args.no_embedder:
+        sizes = type(sizes)(**{**sizes.__dict__, "embedder_samples": 0})
+    out = args.out or RESULTS_DIR
+    stem = "perf-quick" if args.quick and args.out is None else "perf"
+    markdown, picture = out / f"{stem}.md", out / f"{stem}-latency.png"
+    command = "python -m bench.perf " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+
+    def save(result: RunResult) -> None:
+        plot(result.points, picture)
+        write_generated(markdown, TITLE, generated_markdown(result, command, picture.name))
+
+    result = run(sizes, args.neo4j_uri, args.neo4j_home, args.work_dir, args.embedded_max_users,
+                 cleanup=args.quick and not args.keep_data, progress=save)
+    save(result)
+    print(f"wrote {markdown} and {picture}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
