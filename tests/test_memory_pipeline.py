@@ -450,3 +450,20 @@ def test_a_write_that_loses_a_race_is_planned_again_against_the_new_state(
     links = next(e for e in memory.history() if e.fact.id == portland.id).replaced_by
     assert [(link.fact_text, link.session_id) for link in links] == [("Lives in Seattle", "s-rival")]
     assert memory.store.session_exists(memory.user, "s-sep")
+
+
+def test_forgetting_a_fact_whose_extraction_cited_no_message_redacts_only_its_own_turn(
+    embedder: LocalEmbedder, store: Store
+) -> None:
+    uncited = [Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
+        {"text": "Works at a bakery", "topic": "job", "kind": "state", "inferred": False},
+        {"text": "Lives in Portland", "topic": "location", "kind": "state", "inferred": False},
+    ]})), *scenario_rules()]
+    with ScriptedLLMServer(uncited, **SERVERS["llamacpp_like"]) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+    bakery = next(f for f in memory.current() if f.text == "Works at a bakery")
+    report = memory.forget([bakery.id])
+    assert report.redacted_messages == 1
+    kept = {m.text for m in memory.export().messages if not m.redacted}
+    assert kept == set(FEB[:2])

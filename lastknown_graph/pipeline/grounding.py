@@ -59,3 +59,30 @@ def ungrounded_terms(fact_text: str, user_messages: list[str]) -> list[str]:
     missing = [noun for noun in _proper_nouns(fact_text) if noun.lower() not in source_words]
     missing += [number for number in _NUMBER.findall(fact_text) if number not in source_numbers]
     return missing
+
+
+# Words too common to say which message a fact came from.
+_FILLER = frozenset("""
+the and for with that this from have has had was were are is not but you your they them their there here what
+when where which who will would could should about into over just very really also some more most much many
+user lives works likes does doing been being than then now still now
+""".split())  # noqa: SIM905 - a word list reads better as text
+_STEM_CHARS = 5  # "bakery" and "baker", "moved" and "moving" share their first five letters
+
+
+def _stems(text: str) -> set[str]:
+    return {w.lower()[:_STEM_CHARS] for w in _WORD.findall(text) if len(w) > 2 and w.lower() not in _FILLER}
+
+
+def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:
+    """The messages sharing the most words with a fact whose extraction cited none; all when none share any.
+
+    Provenance decides what forgetting redacts, so a fact should point at the turn it came from,
+    not at the whole conversation.
+    """
+    wanted = _stems(fact_text)
+    overlaps = [len(wanted & _stems(message)) for message in user_messages]
+    best = max(overlaps, default=0)
+    if best == 0:
+        return list(range(len(user_messages)))
+    return [index for index, overlap in enumerate(overlaps) if overlap == best]

@@ -37,7 +37,7 @@ from lastknown_graph.pipeline.conflicts import (
     judge_pair,
     moment_expires,
 )
-from lastknown_graph.pipeline.grounding import ungrounded_terms
+from lastknown_graph.pipeline.grounding import likely_sources, ungrounded_terms
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.extraction import (
     MAX_FACT_CHARS,
@@ -126,9 +126,8 @@ def _usable_facts(
         if key in seen:
             continue
         seen.add(key)
-        usable.append((fact.model_copy(update={"text": text, "topic": topic}), evidence or list(
-            range(len(user_messages))
-        )))
+        usable.append((fact.model_copy(update={"text": text, "topic": topic}),
+                       evidence or likely_sources(text, user_messages)))
     return usable
 
 
