@@ -159,6 +159,7 @@ class Memory:
                 user_id=self.user, session_id=session_id, date=day, already_written=False,
                 messages_stored=len(turns), added=tuple(plan.added), confirmed=tuple(plan.confirmed),
                 retired=tuple(plan.retired), expired=tuple(plan.expired), disputed=tuple(plan.disputed),
+                overtaken=tuple(plan.overtaken),
                 kept=tuple(plan.kept),
                 rejected=tuple(plan.rejected), usage=usage_report(meter),
             )

@@ -131,6 +131,21 @@ class Retirement(Frozen):
     reason: Text = Field(max_length=2000)
 
 
+class Overtaken(Frozen):
+    """A new fact from a conversation older than a stored fact that already made it untrue.
+
+    Conversations can arrive out of date order (imports, parallel writers). The new fact is stored
+    retired from the start: true from its session's date until ``until`` (the later fact's
+    ``valid_from``), recorded as ``(later)-[:SUPERSEDES {at: until}]->(new)``.
+    """
+
+    new_fact_id: NodeId
+    by_fact_id: NodeId
+    until: date
+    stage: Label
+    reason: Text = Field(max_length=2000)
+
+
 class Expiry(Frozen):
     """A newer passing moment on the same topic replaces an older one."""
 
@@ -165,6 +180,7 @@ class SessionWrite(Frozen):
     retirements: tuple[Retirement, ...] = ()
     expiries: tuple[Expiry, ...] = ()
     disputes: tuple[Dispute, ...] = ()
+    overtaken: tuple[Overtaken, ...] = ()
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Self:
@@ -189,6 +205,16 @@ class SessionWrite(Frozen):
             raise ValueError("a disputed new fact cannot also retire or expire a fact")
         if known_new & set(touched_old):
             raise ValueError("a new fact cannot also be confirmed, retired or expired in its own session")
+        overtaken = [o.new_fact_id for o in self.overtaken]
+        _require_unique("overtaken fact", overtaken)
+        _require_subset("overtaken fact", tuple(overtaken), known_new)
+        if set(overtaken) & set(disputing):
+            raise ValueError("a disputed new fact cannot also be overtaken")
+        if known_new & {o.by_fact_id for o in self.overtaken}:
+            raise ValueError("a fact is overtaken by a stored fact, not by a new one")
+        for late in self.overtaken:
+            if late.until <= self.session.date:
+                raise ValueError(f"fact {late.new_fact_id!r} is overtaken on {late.until}, not after its session")
         dimensions = {len(f.embedding) for f in self.new_facts}
         if len(dimensions) > 1:
             raise ValueError(f"new facts carry embeddings of different dimensions: {sorted(dimensions)}")
@@ -206,6 +232,11 @@ class SessionWrite(Frozen):
         touched += [e.old_fact_id for e in self.expiries]
         touched += [d.old_fact_id for d in self.disputes]
         return touched
+
+    @property
+    def overtaking_fact_ids(self) -> list[str]:
+        """Stored facts that overtake a new one: they must still be current facts of the user."""
+        return sorted({o.by_fact_id for o in self.overtaken})
 
     @property
     def disputed_fact_ids(self) -> frozenset[str]:

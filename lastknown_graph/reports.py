@@ -48,6 +48,18 @@ class RetiredFact(Report):
     still_true_probability: float | None
 
 
+class OvertakenFact(Report):
+    """A fact from this (older) conversation that a fact stored from a later one had already made untrue."""
+
+    fact_id: str
+    text: str
+    by_fact_id: str
+    by_text: str
+    until: date
+    stage: str
+    reason: str
+
+
 class ExpiredFact(Report):
     old_fact_id: str
     old_text: str
@@ -93,6 +105,7 @@ class WriteReport(Report):
     retired: tuple[RetiredFact, ...] = ()
     expired: tuple[ExpiredFact, ...] = ()
     disputed: tuple[DisputedFact, ...] = ()
+    overtaken: tuple[OvertakenFact, ...] = ()
     kept: tuple[KeptFact, ...] = ()
     rejected: tuple[RejectedFact, ...] = ()
     usage: UsageReport = UsageReport()

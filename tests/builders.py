@@ -19,6 +19,7 @@ from lastknown_graph.models import (
     FactKind,
     MessageRecord,
     NewFact,
+    Overtaken,
     Retirement,
     SessionRecord,
     SessionWrite,
@@ -59,6 +60,7 @@ class SessionBuilder:
     retirements: list[Retirement] = field(default_factory=list)
     expiries: list[Expiry] = field(default_factory=list)
     disputes: list[Dispute] = field(default_factory=list)
+    overtaken: list[Overtaken] = field(default_factory=list)
 
     def say(self, text: str) -> str:
         message_id = f"m-{uuid.uuid4().hex}"
@@ -97,6 +99,9 @@ class SessionBuilder:
     def dispute(self, old: str, new: str, reason: str = "said once, in passing") -> None:
         self.disputes.append(Dispute(old_fact_id=old, new_fact_id=new, reason=reason))
 
+    def overtake(self, new: str, by: str, until: date, reason: str = "already untrue", stage: str = "stage2") -> None:
+        self.overtaken.append(Overtaken(new_fact_id=new, by_fact_id=by, until=until, stage=stage, reason=reason))
+
     def build(self) -> SessionWrite:
         if not self.messages:
             self.say("(no facts in this session)")
@@ -110,4 +115,5 @@ class SessionBuilder:
             retirements=tuple(self.retirements),
             expiries=tuple(self.expiries),
             disputes=tuple(self.disputes),
+            overtaken=tuple(self.overtaken),
         )

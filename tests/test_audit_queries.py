@@ -572,3 +572,19 @@ def test_disputes_show_in_session_changes_per_topic_counts_and_the_timeline_grap
         ("answer_style", 2, 1, 1, ["Prefers thorough explanations"])]
     parts = [r["part"] for r in run(driver, "audit_timeline_graph", user_id=user)]
     assert parts.count("contradicts") == 1
+
+
+@pytest.mark.parametrize("check", INTEGRITY)
+def test_integrity_check_accepts_a_fact_overtaken_on_arrival(
+    driver: neo4j.Driver, store: Neo4jStore, check: str
+) -> None:
+    """A late conversation's fact, retired from the start by a later stored fact, is a healthy graph too."""
+    user = new_user("audit-late")
+    first = SessionBuilder(user, "s-sep", SEP)
+    desert = first.fact("Lives in a hot desert region", "location", vec(1))
+    store.apply(first.build())
+    late = SessionBuilder(user, "s-jun", date(2024, 6, 1))
+    denver = late.fact("Lives in Denver", "location", vec(2))
+    late.overtake(denver, desert, until=SEP)
+    store.apply(late.build())
+    assert run(driver, check, user_id=user) == []

@@ -18,6 +18,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import neo4j
+import pytest
 
 from lastknown_graph.cypher_library import CypherLibrary
 from lastknown_graph.embedders import LocalEmbedder
@@ -32,8 +33,12 @@ from tests.builders import DIMENSION, SessionBuilder, new_user, vec
 START = date(2024, 1, 1)
 
 
-def assert_one_chain(export: UserExport, topic: str, expected_facts: int) -> None:
-    """The facts on ``topic`` form one replacement chain: one current, every other retired exactly once."""
+def assert_one_chain(export: UserExport, topic: str, expected_facts: int, forks_allowed: bool = False) -> None:
+    """The facts on ``topic`` form one replacement chain: one current, every other retired exactly once.
+
+    ``forks_allowed``: conversations that arrive out of date order may each be overtaken by the
+    same later fact, so one fact can retire several.
+    """
     facts = [f for f in export.facts if f.topic == topic]
     assert len(facts) == expected_facts, "a write was lost or duplicated"
     assert len({f.text for f in facts}) == expected_facts, "the same fact was stored twice"
@@ -43,7 +48,7 @@ def assert_one_chain(export: UserExport, topic: str, expected_facts: int) -> Non
     retired = {f.id for f in facts if f.status is FactStatus.RETIRED}
     assert set(retired_links) == retired
     replacing = Counter(r.new_fact_id for r in export.replacements if r.relation == "supersedes")
-    assert all(count == 1 for count in replacing.values()), "two facts were retired by one (a fork)"
+    assert forks_allowed or all(count == 1 for count in replacing.values()), "two facts were retired by one"
 
 
 def replace_current(store: Store, user: str, topic: str, label: str, seed: int) -> int:
@@ -217,8 +222,9 @@ def moving_rules() -> list[Rule]:
     return rules
 
 
+@pytest.mark.parametrize("dates", ["same-day", "spread"])
 def test_concurrent_memory_writes_for_one_user_keep_one_current_city(
-    store: Store, embedder: LocalEmbedder
+    store: Store, embedder: LocalEmbedder, dates: str
 ) -> None:
     user = new_user()
     with ScriptedLLMServer(moving_rules(), supports_json_schema=False) as server:
@@ -232,10 +238,10 @@ def test_concurrent_memory_writes_for_one_user_keep_one_current_city(
 
         def write(n: int) -> None:
             barrier.wait()
-            # Same day: simultaneous conversations. (A session dated before a stored fact cannot retire
-            # it, and a late-arriving older conversation is not yet backdated as superseded: see
-            # docs/reliability.md, "Known gaps".)
-            memory().write([f"I just moved to City{n}."], date=START + timedelta(days=1), session=f"s-{n}")
+            # Spread dates commit out of date order: an older conversation arriving after a newer
+            # one stores its city as already overtaken instead of leaving two current cities.
+            day = START + timedelta(days=n if dates == "spread" else 1)
+            memory().write([f"I just moved to City{n}."], date=day, session=f"s-{n}")
 
         def read() -> None:
             reader = memory()
@@ -256,4 +262,6 @@ def test_concurrent_memory_writes_for_one_user_keep_one_current_city(
     assert read_errors == []
     export = store.export_user(user)
     assert {s.id for s in export.sessions} == {f"s-{n}" for n in range(5)}
-    assert_one_chain(export, "location", 5)
+    assert_one_chain(export, "location", 5, forks_allowed=dates == "spread")
+    if dates == "spread":
+        assert [f.text for f in store.current_facts(user)] == ["Lives in City4"]

@@ -65,7 +65,8 @@ def test_the_command_line_never_prints_the_password() -> None:
     """Even a refused connection's error, at the most verbose setting, leaves the password out."""
     env = {"LASTKNOWN_NEO4J_PASSWORD": NEO4J_PASSWORD, "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "lastknown_graph.cli", "--store", "bolt://127.0.0.1:1", "--store-timeout", "1", "-v", "--user", "alice", "context"],
+        [sys.executable, "-m", "lastknown_graph.cli", "--store", "bolt://127.0.0.1:1", "--store-timeout", "1", "-v",
+         "--user", "alice", "context"],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )
     assert result.returncode != 0

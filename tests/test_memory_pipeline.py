@@ -467,3 +467,30 @@ def test_forgetting_a_fact_whose_extraction_cited_no_message_redacts_only_its_ow
     assert report.redacted_messages == 1
     kept = {m.text for m in memory.export().messages if not m.redacted}
     assert kept == set(FEB[:2])
+
+
+def test_a_conversation_written_after_a_later_one_is_stored_as_already_overtaken(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    """September is written first, February arrives late: Portland was true from February until September."""
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    report = memory.write(FEB, date="2024-02-10", session="s-feb")
+    assert [(o.text, o.by_text, o.until.isoformat()) for o in report.overtaken] == [
+        ("Lives in Portland", "Lives in a hot desert region", "2024-09-03")]
+    locations = {e.fact.text: e.fact for e in memory.history() if e.fact.topic == "location"}
+    assert locations["Lives in Portland"].status is FactStatus.RETIRED
+    assert [f.text for f in memory.current() if f.topic == "location"] == ["Lives in a hot desert region"]
+    assert "Lives in Portland" in {f.text for f in memory.as_of("2024-05-01")}
+    assert "Lives in Portland" not in {f.text for f in memory.as_of("2024-09-03")}
+    # Written in date order the graph says the same about where the user lives and since when.
+    in_order = memory_for(llamacpp_server, embedder, store)
+    in_order.write(FEB, date="2024-02-10", session="s-feb")
+    in_order.write(SEP, date="2024-09-03", session="s-sep")
+
+    def location_story(m: Memory) -> list[tuple[str, str, str | None, str]]:
+        return sorted((e.fact.text, e.fact.valid_from.isoformat(),
+                       e.fact.valid_to.isoformat() if e.fact.valid_to else None, e.fact.status.value)
+                      for e in m.history() if e.fact.topic == "location")
+
+    assert location_story(memory) == location_story(in_order)

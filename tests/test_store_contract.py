@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from lastknown_graph.errors import StaleStateError, UnknownUserError, UserExistsError
 from lastknown_graph.models import FactKind, FactStatus, TimelineEventKind
-from lastknown_graph.store import ANY_STATUS, Store
+from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Store
 from tests.builders import SessionBuilder, cosine, near, new_user, vec
 
 
@@ -308,3 +308,50 @@ def test_a_dispute_keeps_the_old_fact_current_and_records_evidence_against_it(st
     store.delete_facts(user, [short])
     assert store.current_facts(user)[0].contradicted_in == ()
     assert store.history(user)[0].evidence_against == ()
+
+
+def test_a_late_conversation_stores_a_fact_a_later_one_already_overtook_as_retired_from_the_start(
+    store: Store,
+) -> None:
+    """Written out of order: Portland (Feb), the desert (Sep), then a June conversation about Denver arrives."""
+    user = new_user()
+    ids = portland_then_phoenix(store, user)
+    june = SessionBuilder(user, "s-jun", date(2024, 6, 1))
+    denver = june.fact("Lives in Denver", "location", vec(30))
+    june.overtake(denver, ids["desert"], until=date(2024, 9, 3), reason="the desert came later")
+    store.apply(june.build())
+
+    [fact] = store.facts_by_id(user, [denver])
+    assert (fact.status, fact.valid_from, fact.valid_to) == (FactStatus.RETIRED, date(2024, 6, 1), date(2024, 9, 3))
+    assert denver in {f.id for f in store.state_as_of(user, date(2024, 7, 1))}
+    assert denver not in {f.id for f in store.state_as_of(user, date(2024, 9, 3))}
+    assert [f.id for f in store.facts_on_topic(user, "location")] == [ids["desert"]]
+    entry = next(e for e in store.history(user) if e.fact.id == denver)
+    assert [(link.fact_id, link.session_id) for link in entry.replaced_by] == [(ids["desert"], "s-sep")]
+    retired = [e for e in store.timeline(user) if e.kind is TimelineEventKind.RETIRED and e.fact_id == denver]
+    assert [(e.at, e.cause_fact_id) for e in retired] == [(date(2024, 9, 3), ids["desert"])]
+    exported = store.export_user(user)
+    assert any(r.old_fact_id == denver and r.at == date(2024, 9, 3) for r in exported.replacements)
+    elsewhere = EmbeddedStore(None)
+    elsewhere.import_user(exported)
+    assert elsewhere.export_user(user).canonical() == exported.canonical()
+
+
+def test_a_fact_overtaken_by_one_no_longer_current_writes_nothing(store: Store) -> None:
+    user = new_user()
+    ids = portland_then_phoenix(store, user)
+    before = store.export_user(user).canonical()
+    june = SessionBuilder(user, "s-jun", date(2024, 6, 1))
+    denver = june.fact("Lives in Denver", "location", vec(30))
+    june.overtake(denver, ids["portland"], until=date(2024, 9, 3))  # Portland is retired already
+    with pytest.raises(StaleStateError):
+        store.apply(june.build())
+    assert store.export_user(user).canonical() == before
+
+
+def test_an_overtaking_date_not_after_the_session_is_refused() -> None:
+    june = SessionBuilder("alice", "s-jun", date(2024, 6, 1))
+    denver = june.fact("Lives in Denver", "location", vec(30))
+    june.overtake(denver, "fact-later", until=date(2024, 6, 1))
+    with pytest.raises(ValidationError, match="not after its session"):
+        june.build()

@@ -22,8 +22,10 @@ from lastknown_graph.models import (
     Expiry,
     Fact,
     FactKind,
+    FactStatus,
     MessageRecord,
     NewFact,
+    Overtaken,
     Retirement,
     SessionRecord,
     SessionWrite,
@@ -52,6 +54,7 @@ from lastknown_graph.reports import (
     DisputedFact,
     ExpiredFact,
     KeptFact,
+    OvertakenFact,
     RejectedFact,
     RetiredFact,
 )
@@ -90,6 +93,7 @@ class WritePlan:
     retired: list[RetiredFact] = field(default_factory=list)
     expired: list[ExpiredFact] = field(default_factory=list)
     disputed: list[DisputedFact] = field(default_factory=list)
+    overtaken: list[OvertakenFact] = field(default_factory=list)
     kept: list[KeptFact] = field(default_factory=list)
     rejected: list[RejectedFact] = field(default_factory=list)
 
@@ -168,6 +172,7 @@ def plan_write(
     retirements: list[Retirement] = []
     expiries: list[Expiry] = []
     disputes: list[Dispute] = []
+    overtaken: list[Overtaken] = []
     checks: dict[str, list[int]] = {}  # domain of the checked fact -> [checks run, reached stage 2]
     touched: set[str] = set()
 
@@ -189,7 +194,11 @@ def plan_write(
         found = find_candidates(store, user_id, fact.topic, embedding, settings,
                                 k=candidate_budget(priors.of(domain)))
         candidates = [c for c in found if c.fact.id not in touched and c.fact.valid_from <= day]
-        repeated = next((c for c in candidates if is_repetition(fact.text, fact.topic, c)), None)
+        # ... but a fact stated after it may have made this conversation's fact untrue already
+        # (conversations written out of date order: imports, parallel writers).
+        later = [c for c in found if c.fact.valid_from > day]
+        repeatable = [*candidates, *(c for c in later if c.fact.id not in touched)]
+        repeated = next((c for c in repeatable if is_repetition(fact.text, fact.topic, c)), None)
         if repeated is None and kind is FactKind.STATE:
             near = next((c for c in candidates
                          if c.fact.kind is FactKind.STATE and is_near_repetition(fact.topic, c, settings)), None)
@@ -261,6 +270,31 @@ def plan_write(
                 plan.kept.append(KeptFact(fact_id=earlier.id, text=earlier.text, against=fact.text,
                                           stage=decision.stage,
                                           still_true_probability=decision.still_true_probability))
+        if added is not None and kind is FactKind.STATE:
+            # The roles turn round: is this conversation's fact still true once the later fact holds?
+            as_stored = Fact(
+                id=new_id, user_id=user_id, text=fact.text, topic=fact.topic, domain=domain, inferred=fact.inferred,
+                kind=kind, status=FactStatus.CURRENT, valid_from=day, valid_to=None,
+                recorded_at=plan.change.recorded_at, session_id=session_id,
+            )
+            for candidate in later:
+                if candidate.fact.kind is not FactKind.STATE:
+                    continue
+                decision = judge_pair(llm, meter, as_stored, candidate.fact.text, candidate.fact.valid_from, [],
+                                      settings, earlier_volatility=priors.of(domain))
+                counts = checks.setdefault(domain or UNASSIGNED_DOMAIN, [0, 0])
+                counts[0] += 1
+                counts[1] += decision.stage == "stage2"
+                if not decision.retire:
+                    continue
+                reason = decision.reason or "a later fact had already made it untrue"
+                overtaken.append(Overtaken(new_fact_id=new_id, by_fact_id=candidate.fact.id,
+                                           until=candidate.fact.valid_from, stage=decision.stage, reason=reason))
+                plan.overtaken.append(OvertakenFact(
+                    fact_id=new_id, text=fact.text, by_fact_id=candidate.fact.id, by_text=candidate.fact.text,
+                    until=candidate.fact.valid_from, stage=decision.stage, reason=reason,
+                ))
+                break
         if added is not None:
             plan.added.append(added)
 
@@ -271,6 +305,7 @@ def plan_write(
         "session": session_record,
         "new_facts": tuple(new_facts), "confirmations": tuple(confirmations),
         "retirements": tuple(retirements), "expiries": tuple(expiries), "disputes": tuple(disputes),
+        "overtaken": tuple(overtaken),
     })
     # model_copy skips validation; validate the final change so a planning bug cannot reach the store.
     plan.change = SessionWrite.model_validate(plan.change.model_dump())

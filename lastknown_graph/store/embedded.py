@@ -309,7 +309,7 @@ class EmbeddedStore:
             session_key = _session_key(user_id, session.id)
             if session_key in graph:
                 return WriteOutcome(applied=False, already_written=True)
-            touched = change.touched_fact_ids
+            touched = change.touched_fact_ids + change.overtaking_fact_ids
             for fact_id in touched:
                 node = graph.nodes.get(_fact_key(fact_id))
                 if node is None or node["user_id"] != user_id or node["status"] != FactStatus.CURRENT:
@@ -366,6 +366,15 @@ class EmbeddedStore:
                 graph.add_edge(
                     _fact_key(dispute.new_fact_id), _fact_key(dispute.old_fact_id), key="CONTRADICTS",
                     session_id=session.id, at=session.date, stage=None, reason=dispute.reason,
+                )
+            for late in change.overtaken:
+                new_key = _fact_key(late.new_fact_id)
+                graph.nodes[new_key].update(status=str(FactStatus.RETIRED), valid_to=late.until)
+                later_key = _fact_key(late.by_fact_id)
+                # Like every replacement, the link belongs to the session of the replacing fact.
+                graph.add_edge(
+                    later_key, new_key, key="SUPERSEDES", session_id=graph.nodes[later_key]["session_id"],
+                    at=late.until, stage=late.stage, reason=late.reason,
                 )
         return WriteOutcome(applied=True, already_written=False)
 

@@ -210,7 +210,7 @@ class Neo4jStore:
             lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
             if lock[0]["already_written"]:
                 return WriteOutcome(applied=False, already_written=True)
-            touched = change.touched_fact_ids
+            touched = change.touched_fact_ids + change.overtaking_fact_ids
             if touched:
                 current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
                                                           fact_ids=touched)}
@@ -242,6 +242,9 @@ class Neo4jStore:
                 self._run(tx, "write_expiries", **common, expiries=[e.model_dump() for e in change.expiries])
             if change.disputes:
                 self._run(tx, "write_disputes", **common, disputes=[d.model_dump() for d in change.disputes])
+            if change.overtaken:
+                self._run(tx, "write_overtaken", user_id=change.user_id,
+                          overtaken=[o.model_dump() for o in change.overtaken])
             return WriteOutcome(applied=True, already_written=False)
 
         return self._write(f"write session {session.id!r}", work)
