@@ -1,0 +1,100 @@
+"""The two things a user would try before a memory: all user messages in the prompt, and naive retrieval.
+
+Both see the same user turns as the memory, in the same order, and answer with the same model. Their
+prompt is deliberately plain (what a user would write), and says nothing about facts going stale.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bench.stale.dataset import Session
+from bench.stale.records import Probed, ProbeResult
+from lastknown_graph.embedders import Embedder
+from lastknown_graph.llm import LLM, UsageMeter
+from lastknown_graph.memory import usage_report
+
+BASELINE_SYSTEM = (
+    "You are a helpful assistant. Below are messages the user wrote to you in earlier conversations, with "
+    "their dates. Use them when they are relevant to the user's request."
+)
+HISTORY_HEADING = "The user's earlier messages (oldest first):"
+RETRIEVED_HEADING = "The user's earlier messages most related to this request (oldest first):"
+TRUNCATION_NOTE = "[... older messages left out ...]"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def baseline_messages(heading: str, lines: list[str], question: str) -> list[dict[str, str]]:
+    system = f"{BASELINE_SYSTEM}\n\n{heading}\n" + "\n".join(lines)
+    return [{"role": "system", "content": system}, {"role": "user", "content": question}]
+
+
+def _answer(llm: LLM, messages: list[dict[str, str]], question: str) -> Probed:
+    meter = UsageMeter()
+    text = llm.text(messages, purpose="answer", meter=meter)
+    return Probed(ProbeResult(question=question, answer=text), usage_report(meter))
+
+
+@dataclass
+class FullHistory:
+    """Every user turn, with its date, in the system prompt; the newest that fit ``max_chars`` when too long."""
+
+    llm: LLM
+    max_chars: int
+    name: str = "full-history"
+    _lines: list[str] = field(default_factory=list)
+
+    def ingest(self, session: Session) -> None:
+        self._lines += [f"[{session.day.isoformat()}] {turn}" for turn in session.user_turns]
+
+    def ask(self, question: str) -> Probed:
+        kept: list[str] = []
+        budget = self.max_chars
+        for line in reversed(self._lines):  # newest first: what a user would keep when the window is full
+            if len(line) + 1 > budget:
+                kept.append(TRUNCATION_NOTE)
+                break
+            kept.append(line)
+            budget -= len(line) + 1
+        return _answer(self.llm, baseline_messages(HISTORY_HEADING, kept[::-1], question), question)
+
+
+def sentences(turn: str) -> list[str]:
+    return [part.strip() for part in _SENTENCE_END.split(turn) if part.strip()]
+
+
+@dataclass
+class NaiveRag:
+    """The user's sentences, verbatim, embedded; the top ``k`` by cosine to the question go in the prompt."""
+
+    llm: LLM
+    embedder: Embedder
+    k: int
+    name: str = "naive-rag"
+    _lines: list[str] = field(default_factory=list)
+    _vectors: list[list[float]] = field(default_factory=list)
+
+    def ingest(self, session: Session) -> None:
+        found = [s for turn in session.user_turns for s in sentences(turn)]
+        if not found:
+            return
+        self._vectors += self.embedder.embed(found)
+        for sentence in found:
+            self._lines.append(f"[{session.day.isoformat()}] {sentence}")
+
+    def ask(self, question: str) -> Probed:
+        if self._vectors:
+            matrix = np.asarray(self._vectors, dtype=np.float64)
+            matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+            [query] = self.embedder.embed([question])
+            q = np.asarray(query, dtype=np.float64)
+            scores = matrix @ (q / np.linalg.norm(q))
+            # Back in the order they were said (sessions are fed in date order), as a user would paste them.
+            top = sorted(int(i) for i in np.argsort(-scores, kind="stable")[: self.k])
+        else:
+            top = []
+        return _answer(self.llm, baseline_messages(RETRIEVED_HEADING, [self._lines[i] for i in top], question),
+                       question)

@@ -1,0 +1,131 @@
+"""One JSONL line per finished (system, scenario): what was asked, answered, graded, linked and spent.
+
+Lines are only appended. When a scenario appears twice (rerun with --retry-errors), the last line wins.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lastknown_graph.reports import UsageCounts, UsageReport
+
+Phase = Literal["ingest", "answer", "judge"]
+LinkageCategory = Literal["retired_by_new_session", "retired_by_other_session", "missed", "nothing_extracted"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Grade(Record):
+    reasoning: str
+    passed: bool
+
+
+class ProbeResult(Record):
+    question: str
+    answer: str
+    premise_notes: tuple[str, ...] = ()
+
+
+class Linkage(Record):
+    """What the graph says happened to the facts taken from the M_old statement (no judge involved)."""
+
+    category: LinkageCategory
+    old_facts: int  # facts sourced from the M_old message (or from its session, see source)
+    retired_by_new_session: int
+    retired_by_other_session: int
+    still_current: int
+    source: Literal["statement", "session"]  # where the old facts were found
+
+
+class ScenarioResult(Record):
+    uid: str
+    type: Literal["T1", "T2"]
+    system: str
+    status: Literal["ok", "error"]
+    error: str | None = None  # the system failed (ingest or answer); every cell counts as not passed
+    user_id: str
+    sessions: int
+    user_turns: int
+    probes: dict[str, ProbeResult] = Field(default_factory=dict)
+    grades: dict[str, Grade] = Field(default_factory=dict)
+    judge_errors: dict[str, str] = Field(default_factory=dict)  # judge call -> why its output was unusable
+    linkage: Linkage | None = None
+    usage: dict[str, dict[str, UsageCounts]] = Field(default_factory=dict)  # phase -> purpose -> counts
+    seconds: dict[str, float] = Field(default_factory=dict)  # phase -> wall time
+
+    @property
+    def needs_rerun(self) -> bool:
+        return self.status == "error" or bool(self.judge_errors)
+
+
+@dataclass(frozen=True)
+class Probed:
+    """One probe's answer and what it cost."""
+
+    result: ProbeResult
+    usage: UsageReport
+
+
+def add_usage(into: dict[str, UsageCounts], report: UsageReport) -> None:
+    for purpose, counts in report.by_purpose.items():
+        into[purpose] = sum_counts(into.get(purpose, UsageCounts()), counts)
+
+
+def sum_counts(a: UsageCounts, b: UsageCounts) -> UsageCounts:
+    return UsageCounts(calls=a.calls + b.calls, prompt_tokens=a.prompt_tokens + b.prompt_tokens,
+                       completion_tokens=a.completion_tokens + b.completion_tokens)
+
+
+def total(usage: Mapping[str, UsageCounts]) -> UsageCounts:
+    result = UsageCounts()
+    for counts in usage.values():
+        result = sum_counts(result, counts)
+    return result
+
+
+def results_path(out: Path, system: str) -> Path:
+    return out / f"{system}.jsonl"
+
+
+def read_results(path: Path) -> dict[str, ScenarioResult]:
+    """uid -> the last result recorded for it; a line cut short by a crash is skipped (it is rerun)."""
+    results: dict[str, ScenarioResult] = {}
+    if not path.exists():
+        return results
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            result = ScenarioResult.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValidationError):
+            continue
+        results[result.uid] = result
+    return results
+
+
+class ResultWriter:
+    """Appends results from many threads; each line is written and flushed whole."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def append(self, result: ScenarioResult) -> None:
+        line = result.model_dump_json() + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+
+
+def all_results(out: Path, systems: Iterable[str]) -> dict[str, dict[str, ScenarioResult]]:
+    return {system: read_results(results_path(out, system)) for system in systems}

@@ -1,0 +1,219 @@
+"""The results file: accuracy per dimension and type, the extra columns, linkage and cost, from the JSONL.
+
+Scoring: a cell passes only when the judge said pass. A system error (ingest or answer failed) or a judge
+error (unusable judge output) is never a pass; both are counted in their own columns, so a run with many
+of either cannot pass for a good score. Overall = the mean of the six cells (T1, T2 x three dimensions),
+as in the paper.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from statistics import mean
+
+from bench._report import machine_lines, markdown_table
+from bench.stale.probes import DIMENSIONS
+from bench.stale.records import ScenarioResult, all_results, sum_counts, total
+from bench.stale.runner import RUN_FILE
+from lastknown_graph.reports import UsageCounts
+
+SHORT = {"dim1": "SR", "dim2": "PR", "dim3": "IPA"}
+EXTRAS = ("keeps_new", "right_reason")
+LINKAGE_CATEGORIES = ("retired_by_new_session", "retired_by_other_session", "missed", "nothing_extracted")
+PHASES = ("ingest", "answer", "judge")
+MAX_SCENARIO_ROWS = 40
+PUBLISHED = (
+    "Published results (STALE paper, accuracy %, overall = mean of the six cells): memory systems with a "
+    "GPT-4o-mini backbone 5.1–17.8 (A-mem 5.1, Zep 6.0, mem-0 8.3, LightMem 17.8); Gemini-3.1-pro reading the full "
+    "history 55.2; the paper's CUPMem 68.0 (T1 SR/PR/IPA 91/78/32, T2 89/75/43). Those runs use the full haystack "
+    "and the paper's judge; compare only runs of the same mode."
+)
+
+
+def passed(result: ScenarioResult, cell: str) -> bool:
+    grade = result.grades.get(cell)
+    return result.status == "ok" and grade is not None and grade.passed
+
+
+def rate(results: Sequence[ScenarioResult], cell: str) -> float | None:
+    return mean(passed(r, cell) for r in results) * 100 if results else None
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def six_cells(results: Sequence[ScenarioResult]) -> dict[tuple[str, str], float | None]:
+    return {(kind, dim): rate([r for r in results if r.type == kind], dim)
+            for kind in ("T1", "T2") for dim in DIMENSIONS}
+
+
+def overall(results: Sequence[ScenarioResult]) -> float | None:
+    cells = [v for v in six_cells(results).values() if v is not None]
+    return mean(cells) if cells else None
+
+
+def type_rate(results: Sequence[ScenarioResult], kind: str) -> float | None:
+    of_type = [r for r in results if r.type == kind]
+    values = [rate(of_type, dim) for dim in DIMENSIONS]
+    present = [v for v in values if v is not None]
+    return mean(present) if present else None
+
+
+def accuracy_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        rows.append([
+            system, len(results), sum(r.status == "error" for r in results), sum(bool(r.judge_errors) for r in results),
+            *(pct(rate(results, dim)) for dim in DIMENSIONS),
+            pct(type_rate(results, "T1")), pct(type_rate(results, "T2")), f"**{pct(overall(results))}**",
+            *(pct(rate(results, extra)) for extra in EXTRAS),
+        ])
+    return rows
+
+
+def cell_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        cells = six_cells(results)
+        rows.append([system, *(pct(cells[(kind, dim)]) for kind in ("T1", "T2") for dim in DIMENSIONS)])
+    return rows
+
+
+def linkage_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        linked = [r.linkage for r in results if r.linkage is not None]
+        if not linked:
+            continue
+        counts = [sum(link.category == category for link in linked) for category in LINKAGE_CATEGORIES]
+        rows.append([system, len(linked), *(f"{c} ({c / len(linked) * 100:.0f}%)" for c in counts),
+                     sum(link.source == "session" for link in linked)])
+    return rows
+
+
+def _per_scenario(value: int, n: int) -> str:
+    return f"{value / max(1, n):.1f}"
+
+
+def cost_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        for phase in PHASES:
+            summed = UsageCounts()
+            for result in results:
+                summed = sum_counts(summed, total(result.usage.get(phase, {})))
+            n = len(results)
+            rows.append([system, phase, _per_scenario(summed.calls, n), _per_scenario(summed.prompt_tokens, n),
+                         _per_scenario(summed.completion_tokens, n)])
+    return rows
+
+
+def purpose_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        purposes: dict[str, UsageCounts] = {}
+        for result in results:
+            for usage in result.usage.values():
+                for purpose, counts in usage.items():
+                    purposes[purpose] = sum_counts(purposes.get(purpose, UsageCounts()), counts)
+        n = len(results)
+        for purpose, counts in sorted(purposes.items()):
+            rows.append([system, purpose, _per_scenario(counts.calls, n), _per_scenario(counts.prompt_tokens, n),
+                         _per_scenario(counts.completion_tokens, n)])
+    return rows
+
+
+def _mark(result: ScenarioResult, cell: str) -> str:
+    if result.status == "error":
+        return "error"
+    if cell not in result.grades:
+        return "judge error"
+    return "pass" if result.grades[cell].passed else "fail"
+
+
+def scenario_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        for r in sorted(results, key=lambda r: (r.type, r.uid)):
+            calls = sum(total(usage).calls for usage in r.usage.values())
+            rows.append([r.uid[:8], r.type, system, *(_mark(r, c) for c in (*DIMENSIONS, *EXTRAS)),
+                         r.linkage.category if r.linkage else "-", calls,
+                         (r.error or "; ".join(r.judge_errors.values()) or "")[:120].replace("|", "/")])
+    return rows
+
+
+def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
+    layout = meta.get("layout")
+    mode = meta.get("mode")
+    lines = [
+        f"- **What answered: {meta.get('label')}**",
+        f"- data: `{meta.get('data')}` ({meta.get('scenarios')} scenarios, {meta.get('types')}); mode: {mode}"
+        + (f", {layout}" if mode == "evidence-only" else ""),
+        f"- answering model: {meta.get('model')} at {meta.get('base_url')}; judge: {meta.get('judge_model')} at "
+        f"{meta.get('judge_base_url')}; judge prompt: `{meta.get('judge_prompt')}` "
+        f"(extras: `{meta.get('extras_prompt')}`)",
+        f"- embedder: {meta.get('embedder')}; memory store: {meta.get('store')}; full-history keeps the newest "
+        f"{meta.get('history_max_chars')} characters; naive-rag puts the top {meta.get('rag_k')} sentences in "
+        "the prompt",
+        f"- run: `{meta.get('command')}`; report: `{report_command}`",
+    ]
+    return lines
+
+
+def generated_markdown(out: Path, report_command: str) -> str:
+    meta = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+    systems = [str(s) for s in meta.get("systems", [])]
+    results = all_results(out, systems)
+    by_system = {system: list(results[system].values()) for system in systems if results[system]}
+    n = sum(len(v) for v in by_system.values())
+    parts = ["## Setup", "", *setup_lines(meta, report_command), ""]
+    parts += [
+        "## Accuracy (%)", "",
+        "SR = state resolution (dim1), PR = premise resistance (dim2), IPA = implicit policy adaptation (dim3), each "
+        "pooled over T1 and T2; T1 / T2 = mean of that type's three dimensions; overall = mean of the six cells. "
+        "Keeps new fact: the answer affirms the NEW state still holds. Right reason: the state-resolution answer names "
+        "the actual change. Errors are never passes.", "",
+        *markdown_table(["system", "scenarios", "system errors", "judge errors", "SR", "PR", "IPA", "T1", "T2",
+                         "overall", "keeps new fact", "right reason"], accuracy_rows(by_system)),
+        "", "## The six cells (%)", "",
+        *markdown_table(["system", "T1 SR", "T1 PR", "T1 IPA", "T2 SR", "T2 PR", "T2 IPA"], cell_rows(by_system)),
+    ]
+    linked = linkage_rows(by_system)
+    if linked:
+        parts += [
+            "", "## Linkage (from the graph, no judge)", "",
+            "Facts extracted from the M_old statement: retired by a fact whose retirement the new-state session "
+            "caused, retired by another session, still current (missed), or no fact extracted at all. "
+            "\"by session\" counts scenarios where M_old was not found verbatim in a stored message, so all facts "
+            "of its session were used.",
+            "",
+            *markdown_table(["system", "scenarios", "retired by new session", "retired by other session", "missed",
+                             "nothing extracted", "by session"], linked),
+        ]
+    parts += [
+        "", "## Cost per scenario (mean)", "",
+        "Calls and tokens as the endpoint reported them (`WriteReport.usage`, `Answer.usage`, the judge's meter); "
+        "capability probes are paid once per client, so they sit in the first scenarios only. Baselines spend no "
+        "LLM call at ingest (naive-rag embeds locally).", "",
+        *markdown_table(["system", "phase", "calls", "prompt tokens", "completion tokens"], cost_rows(by_system),
+                        align_left=2),
+        "", "### By purpose (mean per scenario)", "",
+        *markdown_table(["system", "purpose", "calls", "prompt tokens", "completion tokens"], purpose_rows(by_system),
+                        align_left=2),
+    ]
+    if n <= MAX_SCENARIO_ROWS * max(1, len(by_system)):
+        parts += [
+            "", "## Every scenario", "",
+            *markdown_table(["uid", "type", "system", "dim1", "dim2", "dim3", "keeps new", "right reason", "linkage",
+                             "calls", "error"], scenario_rows(by_system), align_left=10),
+        ]
+    parts += ["", "## For comparison", "", PUBLISHED, "", "## Machine", "", *machine_lines()]
+    return "\n".join(parts)
+
+
+def report_path(results_dir: Path, name: str) -> Path:
+    return results_dir / f"stale-{name}.md"
+

@@ -1,0 +1,166 @@
+"""Running scenarios: feed, ask, link, judge, record. Resumable, parallel with a bound, with a progress bar."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs in the dev extra
+
+from bench.stale.dataset import Layout, Scenario, scenario_sessions
+from bench.stale.judge import Judge
+from bench.stale.probes import probe_questions
+from bench.stale.records import (
+    ProbeResult,
+    ResultWriter,
+    ScenarioResult,
+    add_usage,
+    read_results,
+    results_path,
+)
+from bench.stale.systems import MemorySystem, Resources, make_system, user_id_for
+from lastknown_graph.errors import LastknownError
+from lastknown_graph.reports import UsageCounts
+
+logger = logging.getLogger(__name__)
+
+RUN_FILE = "run.json"
+# A resumed run must not mix answers from another model, judge, data or layout into the same files.
+IDENTITY_KEYS = ("label", "data", "mode", "layout", "model", "judge_model", "judge_prompt")
+
+
+class RunMismatchError(Exception):
+    """The output directory holds a run with another identity; use a new --out."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    scenarios: list[Scenario]
+    systems: list[str]
+    skeletons: bool
+    layout: Layout
+    out: Path
+    workers: int
+    retry_errors: bool
+    progress: bool
+    meta: Mapping[str, object]
+
+
+@dataclass
+class RunSummary:
+    ran: int = 0
+    skipped: int = 0
+    errors: int = 0
+    judge_errors: int = 0
+    by_system: dict[str, int] = field(default_factory=dict)
+
+
+def check_identity(out: Path, meta: Mapping[str, object]) -> None:
+    """Write run.json, or check that the run already there is the same run (so resuming is safe)."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / RUN_FILE
+    if path.exists():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        changed = [k for k in IDENTITY_KEYS if before.get(k) != meta.get(k)]
+        if changed:
+            details = "; ".join(f"{k}: {before.get(k)!r} -> {meta.get(k)!r}" for k in changed)
+            raise RunMismatchError(f"{out} holds another run ({details}); choose a new --out")
+        systems = sorted(set(before.get("systems", [])) | set(_strings(meta.get("systems"))))
+        meta = {**before, **meta, "systems": systems}
+    path.write_text(json.dumps(dict(meta), indent=1, default=str) + "\n", encoding="utf-8")
+
+
+def _strings(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources: Resources,
+                 judge: Judge) -> ScenarioResult:
+    sessions = scenario_sessions(scenario, plan.skeletons, plan.layout)
+    user_id = user_id_for(scenario)
+    base = {"uid": scenario.uid, "type": scenario.type, "system": system_name, "user_id": user_id,
+            "sessions": len(sessions), "user_turns": sum(len(s.user_turns) for s in sessions)}
+    usage: dict[str, dict[str, UsageCounts]] = {"ingest": {}, "answer": {}, "judge": {}}
+    seconds: dict[str, float] = {}
+    system = make_system(system_name, resources, user_id)
+    probes: dict[str, ProbeResult] = {}
+    started = time.perf_counter()
+    try:
+        for session in sessions:
+            system.ingest(session)
+        if isinstance(system, MemorySystem):
+            usage["ingest"] = system.ingest_usage
+        seconds["ingest"] = time.perf_counter() - started
+        started = time.perf_counter()
+        for probe, question in probe_questions(scenario).items():
+            probed = system.ask(question)
+            probes[probe] = probed.result
+            add_usage(usage["answer"], probed.usage)
+        seconds["answer"] = time.perf_counter() - started
+        linkage = system.linkage(scenario) if isinstance(system, MemorySystem) else None
+    except LastknownError as exc:
+        if isinstance(system, MemorySystem):
+            usage["ingest"] = system.ingest_usage
+        return ScenarioResult(**base, status="error", error=f"{type(exc).__name__}: {exc}", probes=probes,
+                              usage=usage, seconds=seconds)
+    started = time.perf_counter()
+    judgement = judge.grade(scenario, probes)
+    seconds["judge"] = time.perf_counter() - started
+    add_usage(usage["judge"], judgement.usage)
+    return ScenarioResult(**base, status="ok", probes=probes, grades=judgement.grades,
+                          judge_errors=judgement.errors, linkage=linkage, usage=usage, seconds=seconds)
+
+
+def pending(plan: RunPlan) -> tuple[list[tuple[Scenario, str]], int]:
+    """(scenario, system) pairs still to run, and how many are already done."""
+    todo: list[tuple[Scenario, str]] = []
+    done = 0
+    for system in plan.systems:
+        finished = read_results(results_path(plan.out, system))
+        for scenario in plan.scenarios:
+            previous = finished.get(scenario.uid)
+            if previous is not None and not (plan.retry_errors and previous.needs_rerun):
+                done += 1
+            else:
+                todo.append((scenario, system))
+    return todo, done
+
+
+def run(plan: RunPlan, resources: Resources, judge: Judge,
+        on_result: Callable[[ScenarioResult], None] | None = None) -> RunSummary:
+    check_identity(plan.out, {**plan.meta, "systems": plan.systems})
+    todo, done = pending(plan)
+    summary = RunSummary(skipped=done)
+    writers = {system: ResultWriter(results_path(plan.out, system)) for system in plan.systems}
+    with ThreadPoolExecutor(max_workers=max(1, plan.workers)) as pool, tqdm(
+        total=len(todo), disable=not plan.progress, unit="scenario", desc="STALE", dynamic_ncols=True
+    ) as bar:
+        futures: dict[Future[ScenarioResult], tuple[Scenario, str]] = {
+            pool.submit(run_scenario, scenario, system, plan, resources, judge): (scenario, system)
+            for scenario, system in todo
+        }
+        for future in as_completed(futures):
+            scenario, system = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # a harness bug must not lose the other scenarios' work
+                logger.exception("scenario %s on %s failed unexpectedly", scenario.uid, system)
+                result = ScenarioResult(uid=scenario.uid, type=scenario.type, system=system, status="error",
+                                        error=f"unexpected {type(exc).__name__}: {exc}", user_id="-",
+                                        sessions=0, user_turns=0)
+            writers[system].append(result)
+            summary.ran += 1
+            summary.errors += result.status == "error"
+            summary.judge_errors += bool(result.judge_errors)
+            summary.by_system[system] = summary.by_system.get(system, 0) + 1
+            if on_result is not None:
+                on_result(result)
+            bar.update(1)
+            bar.set_postfix(errors=summary.errors, judge_errors=summary.judge_errors)
+    return summary
+

@@ -1,0 +1,178 @@
+"""Scripted behaviour for quick runs: a transparent oracle built from the scenarios, and a negative control.
+
+This is a TEST DOUBLE (lastknown_graph.scripted_llm), not a model. It proves that the harness feeds,
+asks, grades, links and counts correctly: the oracle must score high, the control low. Its numbers say
+nothing about any model or about the memory's quality.
+
+The oracle:
+- extraction: a message holding M_old yields one fact, the statement itself (topic ``tracked_state``); a
+  message holding M_new yields the new statement on the same topic; filler yields no fact;
+- stage 1 gives P(still true) = 0.05 for the (old, new) pair of a scenario, 0.97 for anything else; stage 2
+  says ``no_longer_true`` for that pair with the scenario's explanation as the reason;
+- the answer model reads only the SYSTEM message (the memory's context, or a baseline's pasted history) and
+  answers with the latest state it sees there: "the later statement holds ... later they said <M_new>" when it sees
+  both statements, the new statement when it sees only that, the old one when it sees only that, and "I have
+  no information" when it sees neither. The question is never read, so a question that quotes M_new (the
+  keeps-new probe) cannot leak the answer;
+- the judge passes a dimension answer that quotes the new statement, passes keeps-new likewise, and passes
+  right-reason when the state-resolution answer quotes both the old and the new statement.
+
+The control extracts M_old but nothing from the new session, and its answer model always goes by the OLD
+statement when it sees one (a memory that missed the change, and a reader that trusts the first thing it
+read). Same judge.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Literal
+
+from bench.stale.baselines import sentences
+from bench.stale.dataset import Scenario
+from bench.stale.judge import EXTRAS_PURPOSE, JUDGE_PURPOSE
+from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule
+
+Behaviour = Literal["oracle", "control"]
+BEHAVIOURS: Final = ("oracle", "control")
+LABEL: Final = "scripted (test double, not a model)"
+TOPIC: Final = "tracked_state"
+KEY_CHARS: Final = 60
+FACT_CHARS: Final = 280
+NO_INFORMATION: Final = "I have no information about that."
+EMBEDDING_DIMENSION: Final = 384  # as all-MiniLM-L6-v2, so a shared Neo4j schema fits both
+_HEADER = re.compile(r"^### (.+)$", re.MULTILINE)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def key(statement: str) -> str:
+    """A short verbatim piece of a statement that every system shows when it shows the statement at all."""
+    first = (sentences(statement) or [statement])[0]
+    return " ".join(first.split())[:KEY_CHARS]
+
+
+def shows(text: str, statement: str) -> bool:
+    return _flat(key(statement)) in _flat(text)
+
+
+def fact_text(statement: str) -> str:
+    """The statement as a fact (verbatim, so it is grounded in the user's words), cut at a word boundary."""
+    flat = " ".join(statement.split())
+    if len(flat) <= FACT_CHARS:
+        return flat
+    return flat[:FACT_CHARS].rsplit(" ", 1)[0]
+
+
+def _fact(statement: str) -> dict[str, Any]:
+    return {"text": fact_text(statement), "topic": TOPIC, "kind": "state", "inferred": False, "evidence": [0],
+            "domain": None}
+
+
+def changed_answer(scenario: Scenario) -> str:
+    return (f'The later statement holds: earlier the user said "{key(scenario.M_old)}", but later they said '
+            f'"{key(scenario.M_new)}".')
+
+
+def new_answer(scenario: Scenario) -> str:
+    return f'Going by what the user said most recently: "{key(scenario.M_new)}".'
+
+
+def old_answer(scenario: Scenario) -> str:
+    return f'Yes: the user said "{key(scenario.M_old)}", and nothing since says otherwise.'
+
+
+def _in_user(statement: str) -> Callable[[RecordedRequest], bool]:
+    return lambda request: shows(request.last_user_message, statement)
+
+
+def _in_system(*statements: str) -> Callable[[RecordedRequest], bool]:
+    return lambda request: all(shows(request.system_message, s) for s in statements)
+
+
+def _scenario_rules(scenario: Scenario, behaviour: Behaviour) -> list[Rule]:
+    old, new = scenario.M_old, scenario.M_new
+    rules = [Rule(purpose="extraction", when=_in_user(old), reply=Reply.json({"facts": [_fact(old)]}))]
+    if behaviour == "oracle":
+        rules += [
+            Rule(purpose="extraction", when=_in_user(new), reply=Reply.json({"facts": [_fact(new)]})),
+            Rule(purpose="stage1", when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
+                 reply=Reply.yes(0.05)),
+            Rule(purpose="stage2", when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
+                 reply=Reply.json({"reasoning": scenario.explanation, "verdict": "no_longer_true"})),
+            Rule(purpose="answer", when=_in_system(old, new), reply=changed_answer(scenario)),
+            Rule(purpose="answer", when=_in_system(new), reply=new_answer(scenario)),
+            Rule(purpose="answer", when=_in_system(old), reply=old_answer(scenario)),
+        ]
+    else:
+        rules += [Rule(purpose="answer", when=_in_system(old), reply=old_answer(scenario))]
+    return rules
+
+
+def sections(message: str) -> dict[str, str]:
+    """The ``### title`` sections of a judge message built by bench.stale.judge."""
+    found: dict[str, str] = {}
+    headers = list(_HEADER.finditer(message))
+    for header, following in itertools.zip_longest(headers, headers[1:]):
+        end = following.start() if following is not None else len(message)
+        found[header.group(1).strip()] = message[header.end():end].strip()
+    return found
+
+
+def dimension_verdicts(message: str) -> tuple[bool, bool, bool]:
+    parts = sections(message)
+    new = parts.get("new state (M_new)", "")
+    answers = [parts.get(f"{dim} answer", "") for dim in ("dim1", "dim2", "dim3")]
+    return (bool(new) and shows(answers[0], new), bool(new) and shows(answers[1], new),
+            bool(new) and shows(answers[2], new))
+
+
+def extra_verdicts(message: str) -> tuple[bool, bool]:
+    parts = sections(message)
+    old, new = parts.get("old state (M_old)", ""), parts.get("new state (M_new)", "")
+    keeps = parts.get("keeps_new answer", "")
+    reason = parts.get("right_reason answer", "")
+    return (bool(new) and shows(keeps, new), bool(old and new) and shows(reason, old) and shows(reason, new))
+
+
+def _verdict(passed: bool, what: str) -> dict[str, object]:
+    return {"reasoning": f"scripted judge: the answer {'quotes' if passed else 'does not quote'} {what}.",
+            "pass": passed}
+
+
+def _dimensions_are(combo: tuple[bool, ...]) -> Callable[[RecordedRequest], bool]:
+    return lambda request: dimension_verdicts(request.last_user_message) == combo
+
+
+def _extras_are(combo: tuple[bool, ...]) -> Callable[[RecordedRequest], bool]:
+    return lambda request: extra_verdicts(request.last_user_message) == combo
+
+
+def judge_rules() -> list[Rule]:
+    """One rule per combination of verdicts: the scripted judge's reply is fixed, its choice is not."""
+    rules = []
+    for combo in itertools.product((True, False), repeat=3):
+        dims = {dim: _verdict(ok, "the new statement") for dim, ok in zip(("dim1", "dim2", "dim3"), combo, strict=True)}
+        rules.append(Rule(purpose=JUDGE_PURPOSE, when=_dimensions_are(combo), reply=Reply.json(dims)))
+    for keeps, reason in itertools.product((True, False), repeat=2):
+        extras = {"keeps_new": _verdict(keeps, "the new statement"),
+                  "right_reason": _verdict(reason, "both the old and the new statement")}
+        rules.append(Rule(purpose=EXTRAS_PURPOSE, when=_extras_are((keeps, reason)), reply=Reply.json(extras)))
+    return rules
+
+
+def scripted_rules(scenarios: Iterable[Scenario], behaviour: Behaviour) -> list[Rule]:
+    """Every rule for a run: per-scenario rules first, then the generic defaults and the judge."""
+    rules = [rule for scenario in scenarios for rule in _scenario_rules(scenario, behaviour)]
+    rules += [
+        Rule(purpose="extraction", reply=Reply.json({"facts": []})),
+        Rule(purpose="stage1", reply=Reply.yes(0.97)),
+        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold.", "verdict": "still_true"})),
+        Rule(purpose="premise", reply=Reply.yes(0.9)),
+        Rule(purpose="answer", reply=NO_INFORMATION),
+        *judge_rules(),
+    ]
+    return rules

@@ -1,0 +1,82 @@
+"""The systems under test, one fresh instance per scenario: our memory, and the two baselines.
+
+A system is fed the scenario's sessions one by one (user turns only) and then asked questions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from bench.stale.baselines import FullHistory, NaiveRag
+from bench.stale.dataset import Scenario, Session
+from bench.stale.linkage import linkage
+from bench.stale.records import Linkage, Probed, ProbeResult, add_usage
+from lastknown_graph.embedders import Embedder
+from lastknown_graph.llm import LLM
+from lastknown_graph.memory import Memory
+from lastknown_graph.reports import UsageCounts
+from lastknown_graph.store import EmbeddedStore, Store
+
+MEMORY: Final = "memory"
+FULL_HISTORY: Final = "full-history"
+NAIVE_RAG: Final = "naive-rag"
+SYSTEMS: Final = (MEMORY, FULL_HISTORY, NAIVE_RAG)
+
+
+class System(Protocol):
+    name: str
+
+    def ingest(self, session: Session) -> None: ...
+
+    def ask(self, question: str) -> Probed: ...
+
+
+@dataclass
+class MemorySystem:
+    """lastknown_graph's Memory: write() per session, ask() per probe; usage kept from every write."""
+
+    memory: Memory
+    name: str = MEMORY
+    ingest_usage: dict[str, UsageCounts] = field(default_factory=dict)
+
+    def ingest(self, session: Session) -> None:
+        report = self.memory.write(list(session.user_turns), date=session.day, session=session.id)
+        add_usage(self.ingest_usage, report.usage)
+
+    def ask(self, question: str) -> Probed:
+        answer = self.memory.ask(question)
+        return Probed(ProbeResult(question=question, answer=answer.text, premise_notes=answer.premise_notes),
+                      answer.usage)
+
+    def linkage(self, scenario: Scenario) -> Linkage:
+        return linkage(self.memory.export(), scenario.M_old, f"s{scenario.old_index:02d}",
+                       f"s{scenario.new_index:02d}")
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What every scenario's system shares: the answering model, the embedder, and a Neo4j if asked for."""
+
+    llm: LLM
+    embedder: Embedder
+    neo4j: Store | None
+    history_max_chars: int
+    rag_k: int
+
+
+def user_id_for(scenario: Scenario) -> str:
+    """Fresh per run, so a shared Neo4j never mixes two runs of one scenario."""
+    return f"stale-{scenario.uid[:8]}-{uuid.uuid4().hex[:8]}"
+
+
+def make_system(name: str, resources: Resources, user_id: str) -> System:
+    if name == MEMORY:
+        store = resources.neo4j if resources.neo4j is not None else EmbeddedStore(None)
+        return MemorySystem(Memory(resources.llm, resources.embedder, user=user_id, store=store))
+    if name == FULL_HISTORY:
+        return FullHistory(resources.llm, resources.history_max_chars)
+    if name == NAIVE_RAG:
+        return NaiveRag(resources.llm, resources.embedder, resources.rag_k)
+    raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEMS)}")
