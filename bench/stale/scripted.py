@@ -68,7 +68,9 @@ def fact_text(statement: str) -> str:
 
 
 def _fact(statement: str) -> dict[str, Any]:
-    return {"text": fact_text(statement), "topic": TOPIC, "kind": "state", "inferred": False, "evidence": [0],
+    # No evidence index: the statement's position in its session is unknown here (haystack sessions hold many
+    # turns), and the pipeline then links the fact to the turns that share its words, i.e. the statement.
+    return {"text": fact_text(statement), "topic": TOPIC, "kind": "state", "inferred": False, "evidence": [],
             "domain": None}
 
 
