@@ -18,12 +18,22 @@ from typing import Any
 import pytest
 
 from bench.stale.__main__ import main
-from bench.stale.dataset import CI_SKELETONS, QUICK_LAYOUT, evidence_sessions, haystack_sessions, load_scenarios
+from bench.stale.baselines import TRUNCATION_NOTE, FullHistory, NaiveRag
+from bench.stale.dataset import (
+    CI_SKELETONS,
+    QUICK_LAYOUT,
+    Session,
+    evidence_sessions,
+    haystack_sessions,
+    load_scenarios,
+)
 from bench.stale.judge import JudgePrompt
 from bench.stale.linkage import linkage
 from bench.stale.records import ScenarioResult, read_results
 from bench.stale.scripted import EMBEDDING_DIMENSION, scripted_rules, shows
-from lastknown_graph.scripted_llm import Rule, ScriptedLLMServer
+from lastknown_graph.embedders import APIEmbedder
+from lastknown_graph.llm import LLM
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
 from lastknown_graph.store import EmbeddedStore
 from tests.builders import SessionBuilder, new_user, vec
 
@@ -286,3 +296,28 @@ def test_memory_on_neo4j_links_the_change_like_the_embedded_store(tmp_path: Path
         assert result.status == "ok" and all(result.grades[c].passed for c in ALL_CELLS)
         assert result.linkage is not None and result.linkage.category == "retired_by_new_session"
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["store"] == "Neo4j"
+
+
+def test_full_history_keeps_the_newest_turns_and_naive_rag_the_nearest_sentences() -> None:
+    sessions = [Session(i, f"s{i:02d}", date(2021, 1, 1 + i), (f"Turn number {i} about topic{i}. Second part {i}.",))
+                for i in range(10)]
+    with ScriptedLLMServer([Rule(purpose="answer", reply=Reply("scripted answer"))],
+                           embedding_dimension=EMBEDDING_DIMENSION) as server:
+        llm = LLM(base_url=server.base_url, model="scripted", api_key="x")
+        history = FullHistory(llm, max_chars=3 * 60)
+        for session in sessions:
+            history.ingest(session)
+        probed = history.ask("What now?")
+        assert probed.result.answer == "scripted answer" and probed.usage.by_purpose["answer"].calls == 1
+        system = server.chat_requests("answer")[-1].system_message
+        assert "topic9" in system and "topic7" in system and "topic6" not in system and TRUNCATION_NOTE in system
+        assert system.index("topic7") < system.index("topic9")  # oldest first, as said
+
+        rag = NaiveRag(llm, APIEmbedder(base_url=server.base_url, model="hashed", api_key="x"), k=2)
+        for session in sessions:
+            rag.ingest(session)
+        rag.ask("Tell me about topic3 and topic8")
+        system = server.chat_requests("answer")[-1].system_message
+        assert "[2021-01-04] Turn number 3 about topic3." in system and "Turn number 8 about topic8." in system
+        assert "Second part" not in system and "topic5" not in system  # sentences, not whole turns; top 2 only
+        assert system.index("topic3") < system.index("topic8")
