@@ -66,6 +66,8 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--thinking-switch", action="store_true",
                     help="send enable_thinking=false (Qwen3 on vLLM/SGLang), to the model and the judge")
     go.add_argument("--timeout-s", type=float, default=120.0, help="per request")
+    go.add_argument("--max-retries", type=int, default=3,
+                    help="per call, for the model and the judge: retries after a timeout, a 5xx or unreadable output")
     go.add_argument("--judge-base-url", default=None, help="judge endpoint (default: --base-url)")
     go.add_argument("--judge-model", default=None, help="judge model (default: --model)")
     go.add_argument("--judge-api-key-env", default=None,
@@ -143,10 +145,12 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             label = f"{LABEL}: {behaviour}"
         else:
             llm = LLM(base_url=args.base_url, model=args.model, api_key=_key(args.api_key_env),
-                      thinking_switch=args.thinking_switch or None, timeout_s=args.timeout_s)
+                      thinking_switch=args.thinking_switch or None, timeout_s=args.timeout_s,
+                      max_retries=args.max_retries)
             judge_llm = LLM(base_url=args.judge_base_url or args.base_url, model=args.judge_model or args.model,
                             api_key=_key(args.judge_api_key_env or args.api_key_env),
-                            thinking_switch=args.thinking_switch or None, timeout_s=args.timeout_s)
+                            thinking_switch=args.thinking_switch or None, timeout_s=args.timeout_s,
+                            max_retries=args.max_retries)
             if args.embed_base_url or args.embed_model:
                 embedder = APIEmbedder(base_url=args.embed_base_url, model=args.embed_model)
             else:
