@@ -1,0 +1,217 @@
+"""The load soak (bench/soak) in its short form on the real Neo4j, its verifier, and what it found.
+
+The short soak runs 4 writers (2 users shared by all of them, one user each of their own) and 2
+readers for 20 s with the scripted LLM, then checks the store against every acknowledged write.
+It must end with zero errors and zero lost writes. One finding of the soak is a library bug, kept
+here as a strict xfail with a deterministic reproduction: two writes for one user planned at the
+same time both add a fact neither saw (write skew), so the user ends with the same fact current
+twice, or two current cities.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from bench._report import write_generated
+from bench.soak.ledger import AckedWrite, Ledger
+from bench.soak.report import generated_markdown, percentile
+from bench.soak.run import soak
+from bench.soak.script import TOPICS, Conversation, conversation, scripted_rules
+from bench.soak.verify import Verification, verify
+from bench.soak.workload import EMBEDDING_DIMENSION, SoakSettings
+from lastknown_graph.embedders import APIEmbedder
+from lastknown_graph.llm import LLM
+from lastknown_graph.memory import Memory
+from lastknown_graph.models import FactStatus, SessionWrite, WriteOutcome
+from lastknown_graph.scripted_llm import ScriptedLLMServer
+from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+from tests.builders import SessionBuilder, new_user, vec
+
+SHORT_SOAK_S = 20.0
+# Problems that come from the write-skew bug reproduced below, not from lost or corrupted writes.
+WRITE_SKEW_CHECKS = {"duplicate current facts", "two current values"}
+
+
+@pytest.fixture(scope="module")
+def driver(neo4j_uri: str) -> Iterator[neo4j.Driver]:
+    auth = (os.environ.get("LASTKNOWN_NEO4J_USER", "neo4j"), os.environ.get("LASTKNOWN_NEO4J_PASSWORD", ""))
+    with neo4j.GraphDatabase.driver(neo4j_uri, auth=auth, notifications_min_severity="OFF") as opened:
+        yield opened
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(n) for n in range(1, 101)]
+    assert percentile(values, 0.5) == 50.0
+    assert percentile(values, 0.95) == 95.0
+    assert percentile([3.0, 1.0, 2.0], 0.95) == 3.0
+    assert percentile([7.0], 0.5) == 7.0
+
+
+def test_short_soak_ends_with_no_error_and_no_lost_write(neo4j_uri: str, tmp_path: Path) -> None:
+    outcome = soak(SoakSettings(duration_s=SHORT_SOAK_S), neo4j_uri)
+    run, verification = outcome.run, outcome.verification
+    ledger = run.ledger
+    assert ledger.errors == [] and ledger.total_errors == 0
+    assert ledger.foreign_reads == 0
+    assert verification.lost() == 0
+    assert set(verification.problems) <= WRITE_SKEW_CHECKS, verification.problems
+    # The soak did what it claims: concurrent writes that replaced, expired, confirmed and raced.
+    assert len(ledger.acked) >= 20
+    assert sum(len(w.retired) for w in ledger.acked) > 0
+    assert sum(len(w.expired) for w in ledger.acked) > 0
+    assert sum(len(w.confirmed) for w in ledger.acked) > 0
+    assert any(w.plan_attempts > 1 for w in ledger.acked), "no write lost a race: per-user serialisation untested"
+    assert all(len(ledger.latencies_s.get(op, [])) > 0 for op in ("context", "find", "premise_notes", "ask"))
+    assert verification.sessions == len(ledger.acked)
+    assert len(verification.audit_queries) >= 8
+    # ... and its users are gone again from the shared database.
+    with Neo4jStore(neo4j_uri) as store:
+        assert not set(run.users) & set(store.list_users())
+
+    results = tmp_path / "soak.md"
+    write_generated(results, "soak", generated_markdown(run, verification, "python -m bench.soak --duration 20",
+                                                        neo4j_uri))
+    text = results.read_text(encoding="utf-8")
+    assert "| write |" in text and "p95" in text and "writes/s" in text and "`nproc`" in text
+
+
+# ------------------------------------------------------------------ the verifier finds what it should
+
+
+def test_the_verifier_reports_lost_phantom_and_unreported_changes(neo4j_uri: str, driver: neo4j.Driver) -> None:
+    """A positive control: a ledger that disagrees with the store in known ways gets exactly those problems."""
+    user = new_user("soak-control")
+    first = SessionBuilder(user, "s-1", date(2024, 1, 1))
+    lisbon = first.fact("Lives in Lisbon", "location", vec(1))
+    second = SessionBuilder(user, "s-2", date(2024, 2, 1))
+    porto = second.fact("Lives in Porto", "location", vec(2))
+    second.retire(lisbon, porto, reason="moved")
+    with Neo4jStore(neo4j_uri) as store:
+        store.ensure_schema(EMBEDDING_DIMENSION)
+        store.apply(first.build())
+        store.apply(second.build())
+        ledger = Ledger()
+        ledger.acknowledge(AckedWrite(user_id=user, session_id="s-1", turns=1,
+                                      added=((lisbon, "Lives in Lisbon", "location"),), confirmed=(), retired=(),
+                                      expired=(), overtaken=(), disputed=(), plan_attempts=1))
+        ledger.acknowledge(AckedWrite(user_id=user, session_id="s-lost", turns=1,
+                                      added=(("fact-never-stored", "Works as a pilot", "job"),), confirmed=(),
+                                      retired=(), expired=(), overtaken=(), disputed=(), plan_attempts=1))
+        try:
+            result: Verification = verify(store, driver, [user], ledger)
+        finally:
+            store.delete_user(user)
+    assert set(result.problems) == {"lost writes", "lost facts", "phantom sessions", "phantom facts",
+                                    "unreported replacements"}
+    assert result.lost() == 2
+    assert result.problems["phantom sessions"] == [f"{user}/s-2: stored, never acknowledged"]
+    assert result.problems["unreported replacements"] == [
+        f"{user}: supersedes {porto} -> {lisbon} stored, never reported"]
+
+
+# ------------------------------------------------------------------ what the soak found: write skew
+
+
+class _CommitTogether:
+    """Holds the first two commits until both writes have planned, so each plan misses the other's fact."""
+
+    def __init__(self) -> None:
+        self._barrier = threading.Barrier(2)
+        self._lock = threading.Lock()
+        self._gated = 0
+
+    def wait(self) -> None:
+        with self._lock:
+            self._gated += 1
+            gated = self._gated <= 2
+        if gated:
+            # If the other write never gets to commit (it failed), this one goes on alone.
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self._barrier.wait(timeout=10)
+
+
+class GatedNeo4jStore(Neo4jStore):
+    gate: _CommitTogether
+
+    def apply(self, change: SessionWrite) -> WriteOutcome:
+        self.gate.wait()
+        return super().apply(change)
+
+
+class GatedEmbeddedStore(EmbeddedStore):
+    gate: _CommitTogether
+
+    def apply(self, change: SessionWrite) -> WriteOutcome:
+        self.gate.wait()
+        return super().apply(change)
+
+
+GatedStore = GatedNeo4jStore | GatedEmbeddedStore
+
+
+@pytest.fixture(params=["embedded", "neo4j"])
+def gated_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GatedStore]:
+    store: GatedStore
+    if request.param == "embedded":
+        store = GatedEmbeddedStore(tmp_path / "memory.json")
+    else:
+        store = GatedNeo4jStore(request.getfixturevalue("neo4j_uri"))
+    store.gate = _CommitTogether()
+    yield store
+    store.close()
+
+
+def _write_at_once(store: Store, user: str, conversations: list[Conversation]) -> None:
+    with ScriptedLLMServer(scripted_rules(conversations), supports_json_schema=False,
+                           embedding_dimension=EMBEDDING_DIMENSION) as server:
+        llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
+        embedder = APIEmbedder(base_url=server.base_url, model="scripted-embeddings", api_key="x",
+                               dimension=EMBEDDING_DIMENSION)
+        memory = Memory(llm, embedder, user=user, store=store)
+        errors: list[BaseException] = []
+
+        def write(index: int) -> None:
+            try:
+                memory.write(list(conversations[index].turns), date=date(2024, 1, 1 + index), session=f"s-{index}")
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(len(conversations))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert errors == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "write skew: Store.apply only refuses a plan whose touched facts changed (StaleStateError); a fact "
+    "another write added meanwhile is not seen, so both writes add it. Needs a per-user version checked "
+    "at commit (see the soak report)"))
+def test_two_writes_planned_at_once_keep_one_current_fact_per_statement_and_one_city(
+    gated_store: GatedStore,
+) -> None:
+    chess = conversation([(TOPICS[2], "chess")])
+    porto, madrid = conversation([(TOPICS[0], "Porto")]), conversation([(TOPICS[0], "Madrid")])
+    same_fact, two_cities = new_user("skew"), new_user("skew")
+    try:
+        _write_at_once(gated_store, same_fact, [chess, chess])
+        gated_store.gate = _CommitTogether()
+        _write_at_once(gated_store, two_cities, [porto, madrid])
+        hobbies = [f.text for f in gated_store.current_facts(same_fact)]
+        cities = [f.text for f in gated_store.current_facts(two_cities)]
+        history = {e.fact.text: e.fact.status for e in gated_store.history(two_cities)}
+    finally:
+        gated_store.delete_user(same_fact)
+        gated_store.delete_user(two_cities)
+    assert hobbies == ["Enjoys chess"], "the same statement is current twice"
+    assert cities == ["Lives in Madrid"], "two cities are current at once"
+    assert history["Lives in Porto"] is FactStatus.RETIRED
