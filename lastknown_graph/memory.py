@@ -20,7 +20,7 @@ from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.ranking import by_relevance, latest_day
 from lastknown_graph.pipeline.telemetry import domain_telemetry
-from lastknown_graph.pipeline.write import plan_write
+from lastknown_graph.pipeline.write import PlanningMemo, plan_write
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.reports import Answer, ForgetReport, UsageCounts, UsageReport, WriteReport
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
@@ -29,11 +29,12 @@ from lastknown_graph.volatility import VolatilityPriors
 
 logger = logging.getLogger(__name__)
 
-# Another write for the same user may retire a fact between our read and our commit;
-# the plan is then recomputed against the new state, a bounded number of times. Each refusal
+# Another write for the same user may commit between our read and our commit (the store then
+# refuses our plan: the user's revision moved); the plan is made again from the new state. Each refusal
 # means a rival write committed, so k writers racing for one user all finish within k attempts;
-# the bound covers eight at once, and the random pause keeps them from re-colliding in step.
-MAX_PLAN_ATTEMPTS = 8
+# the bound covers a dozen at once, and a random pause, longer after each refusal, keeps them
+# from colliding again in step.
+MAX_PLAN_ATTEMPTS = 12
 REPLAN_PAUSE_S = 0.05
 # Conversation dates may be in the past (imports); a date after tomorrow is a caller bug.
 MAX_DAYS_AHEAD = 1
@@ -139,10 +140,12 @@ class Memory:
         if self.store.session_exists(self.user, session_id):
             return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=True)
         meter = UsageMeter()
+        memo = PlanningMemo()
         for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
             plan = plan_write(
                 llm=self.llm, embedder=self.embedder, store=self.store, settings=self.conflict_settings,
                 priors=self.priors, meter=meter, user_id=self.user, session_id=session_id, day=day, user_messages=turns,
+                memo=memo,
             )
             try:
                 outcome = self.store.apply(plan.change)
@@ -150,18 +153,18 @@ class Memory:
                 if attempt == MAX_PLAN_ATTEMPTS:
                     raise
                 logger.info("state changed under session %s; planning again (attempt %d)", session_id, attempt + 1)
-                time.sleep(random.uniform(0, REPLAN_PAUSE_S))
+                time.sleep(random.uniform(0, REPLAN_PAUSE_S * attempt))
                 continue
             if outcome.already_written:
                 return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=True,
-                                   usage=usage_report(meter))
+                                   usage=usage_report(meter), plan_attempts=attempt)
             return WriteReport(
                 user_id=self.user, session_id=session_id, date=day, already_written=False,
                 messages_stored=len(turns), added=tuple(plan.added), confirmed=tuple(plan.confirmed),
                 retired=tuple(plan.retired), expired=tuple(plan.expired), disputed=tuple(plan.disputed),
                 overtaken=tuple(plan.overtaken),
                 kept=tuple(plan.kept),
-                rejected=tuple(plan.rejected), usage=usage_report(meter),
+                rejected=tuple(plan.rejected), usage=usage_report(meter), plan_attempts=attempt,
             )
         raise AssertionError("unreachable")
 

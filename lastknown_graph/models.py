@@ -181,6 +181,9 @@ class SessionWrite(Frozen):
     expiries: tuple[Expiry, ...] = ()
     disputes: tuple[Dispute, ...] = ()
     overtaken: tuple[Overtaken, ...] = ()
+    # The user's revision the plan was made from (Store.user_revision); None applies it whatever
+    # the revision (imports, tests). A write planned from an older revision is refused as stale.
+    based_on_revision: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Self:

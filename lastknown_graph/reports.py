@@ -109,6 +109,9 @@ class WriteReport(Report):
     kept: tuple[KeptFact, ...] = ()
     rejected: tuple[RejectedFact, ...] = ()
     usage: UsageReport = UsageReport()
+    # More than 1: another write for this user committed while this one was planned, so it was
+    # planned again from the new state.
+    plan_attempts: int = 1
 
 
 class Answer(Report):

@@ -445,7 +445,9 @@ def test_a_write_that_loses_a_race_is_planned_again_against_the_new_state(
     memory.store = RacingStore(store, rival.build())  # type: ignore[assignment]
 
     report = memory.write(SEP, date="2024-09-03", session="s-sep")
-    assert len(llamacpp_server.chat_requests("extraction")) == 3  # feb, then sep planned twice
+    # feb, then sep once: planning sep again after the lost race reuses its extraction
+    assert len(llamacpp_server.chat_requests("extraction")) == 2
+    assert report.usage.by_purpose["extraction"].calls == 1
     assert all(r.old_text != "Lives in Portland" for r in report.retired)
     links = next(e for e in memory.history() if e.fact.id == portland.id).replaced_by
     assert [(link.fact_text, link.session_id) for link in links] == [("Lives in Seattle", "s-rival")]

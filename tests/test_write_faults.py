@@ -88,7 +88,8 @@ class FaultyEmbedder:
         return self._inner.embed(texts)
 
 
-READS = ("session_exists", "current_facts", "facts_by_id", "facts_on_topic", "similar_facts", "history")
+READS = ("user_revision", "session_exists", "current_facts", "facts_by_id", "facts_on_topic", "similar_facts",
+         "history")
 
 
 class FaultyReads:

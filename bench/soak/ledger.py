@@ -31,7 +31,6 @@ class AckedWrite:
 
     @classmethod
     def from_report(cls, report: WriteReport, turns: int) -> AckedWrite:
-        extraction = report.usage.by_purpose.get("extraction")
         return cls(
             user_id=report.user_id, session_id=report.session_id, turns=turns,
             added=tuple((a.fact_id, a.text, a.topic) for a in report.added),
@@ -40,7 +39,7 @@ class AckedWrite:
             expired=tuple((e.old_fact_id, e.new_fact_id) for e in report.expired),
             overtaken=tuple((o.fact_id, o.by_fact_id) for o in report.overtaken),
             disputed=tuple((d.old_fact_id, d.new_fact_id) for d in report.disputed),
-            plan_attempts=extraction.calls if extraction is not None else 1,
+            plan_attempts=report.plan_attempts,
         )
 
 

@@ -135,6 +135,22 @@ def _usable_facts(
     return usable
 
 
+@dataclass
+class PlanningMemo:
+    """What planning one write learns that does not depend on the stored state.
+
+    Kept across the re-plans of one ``Memory.write`` after a lost race, so planning again costs
+    store reads and only the checks of pairs not judged before: no second extraction, no second
+    embedding, no second verdict on the same pair. A short re-plan is also what lets a writer
+    that lost a race win the next one.
+    """
+
+    extraction: Extraction | None = None
+    embeddings: list[list[float]] | None = None
+    # (earlier fact id or text, later text, later day) -> the decision on that pair
+    decisions: dict[tuple[str, str, date], PairDecision] = field(default_factory=dict)
+
+
 def plan_write(
     *,
     llm: LLM,
@@ -147,23 +163,31 @@ def plan_write(
     session_id: str,
     day: date,
     user_messages: list[str],
+    memo: PlanningMemo | None = None,
 ) -> WritePlan:
+    # Read first: if any write for this user commits while we plan, the store refuses this plan
+    # and it is made again from the new state (two plans made at once cannot both add a fact).
+    revision = store.user_revision(user_id)
     messages = tuple(
         MessageRecord(id=message_id(user_id, session_id, i), index=i, text=text)
         for i, text in enumerate(user_messages)
     )
     rejected: list[RejectedFact] = []
-    extraction = llm.structured(
-        extraction_messages(user_messages, day, priors.domains()), Extraction, purpose="extraction", meter=meter,
-        max_tokens=1500,
-    )
-    usable = _usable_facts(extraction, user_messages, rejected)
-    embeddings = embedder.embed([fact.text for fact, _ in usable]) if usable else []
+    memo = memo if memo is not None else PlanningMemo()
+    if memo.extraction is None:
+        memo.extraction = llm.structured(
+            extraction_messages(user_messages, day, priors.domains()), Extraction, purpose="extraction",
+            meter=meter, max_tokens=1500,
+        )
+    usable = _usable_facts(memo.extraction, user_messages, rejected)
+    if memo.embeddings is None:
+        memo.embeddings = embedder.embed([fact.text for fact, _ in usable]) if usable else []
+    embeddings = memo.embeddings
 
     plan = WritePlan(
         change=SessionWrite(
             user_id=user_id, session=SessionRecord(id=session_id, date=day),
-            recorded_at=datetime.now(UTC), messages=messages,
+            recorded_at=datetime.now(UTC), messages=messages, based_on_revision=revision,
         ),
         rejected=rejected,
     )
@@ -182,8 +206,12 @@ def plan_write(
         decided: dict[str, PairDecision] = {}
 
         def judge(earlier: Fact, fact_text: str = fact.text, evidence: list[int] = evidence) -> PairDecision:
-            decision = judge_pair(llm, meter, earlier, fact_text, day, [user_messages[i] for i in evidence],
-                                  settings, earlier_volatility=priors.of(earlier.domain))
+            key = (earlier.id, fact_text, day)
+            decision = memo.decisions.get(key) or judge_pair(
+                llm, meter, earlier, fact_text, day, [user_messages[i] for i in evidence], settings,
+                earlier_volatility=priors.of(earlier.domain),
+            )
+            memo.decisions[key] = decision
             counts = checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
             counts[0] += 1
             counts[1] += decision.stage == "stage2"
@@ -280,8 +308,12 @@ def plan_write(
             for candidate in later:
                 if candidate.fact.kind is not FactKind.STATE:
                     continue
-                decision = judge_pair(llm, meter, as_stored, candidate.fact.text, candidate.fact.valid_from, [],
-                                      settings, earlier_volatility=priors.of(domain))
+                key = (fact.text, candidate.fact.text, candidate.fact.valid_from)
+                decision = memo.decisions.get(key) or judge_pair(
+                    llm, meter, as_stored, candidate.fact.text, candidate.fact.valid_from, [], settings,
+                    earlier_volatility=priors.of(domain),
+                )
+                memo.decisions[key] = decision
                 counts = checks.setdefault(domain or UNASSIGNED_DOMAIN, [0, 0])
                 counts[0] += 1
                 counts[1] += decision.stage == "stage2"

@@ -100,6 +100,11 @@ def _fact_key(fact_id: str) -> str:
     return f"fact\x1f{fact_id}"
 
 
+def _revision(graph: nx.MultiDiGraph, user_id: str) -> int:
+    node = graph.nodes.get(_user_key(user_id))
+    return int(node.get("revision", 0)) if node is not None else 0
+
+
 def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: list[str]) -> None:
     """New fact and message nodes must not reuse an id held by any user."""
     for fact_id in fact_ids:
@@ -309,6 +314,12 @@ class EmbeddedStore:
             session_key = _session_key(user_id, session.id)
             if session_key in graph:
                 return WriteOutcome(applied=False, already_written=True)
+            revision = _revision(graph, user_id)
+            if change.based_on_revision is not None and revision != change.based_on_revision:
+                raise StaleStateError(
+                    f"user {user_id!r} changed since this write was planned "
+                    f"(revision {revision}, planned from {change.based_on_revision})"
+                )
             touched = change.touched_fact_ids + change.overtaking_fact_ids
             for fact_id in touched:
                 node = graph.nodes.get(_fact_key(fact_id))
@@ -319,6 +330,7 @@ class EmbeddedStore:
             user_key = _user_key(user_id)
             if user_key not in graph:
                 graph.add_node(user_key, label="User", id=user_id)
+            graph.nodes[user_key]["revision"] = revision + 1
             graph.add_node(session_key, label="Session", id=session.id, user_id=user_id, date=session.date,
                            **checks_to_props(session.checks))
             graph.add_edge(user_key, session_key, key="HAD")
@@ -496,6 +508,11 @@ class EmbeddedStore:
         key = _session_key(check_identifier(user_id), check_identifier(session_id))
         with self._locked(exclusive=False):
             return key in self._graph
+
+    def user_revision(self, user_id: str) -> int:
+        check_identifier(user_id)
+        with self._locked(exclusive=False):
+            return _revision(self._graph, user_id)
 
     def current_facts(self, user_id: str) -> list[Fact]:
         return most_recent_first(self._facts_where(user_id, CURRENT_ONLY))

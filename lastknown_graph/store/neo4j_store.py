@@ -210,6 +210,11 @@ class Neo4jStore:
             lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
             if lock[0]["already_written"]:
                 return WriteOutcome(applied=False, already_written=True)
+            if change.based_on_revision is not None and lock[0]["revision"] != change.based_on_revision:
+                raise StaleStateError(
+                    f"user {change.user_id!r} changed since this write was planned "
+                    f"(revision {lock[0]['revision']}, planned from {change.based_on_revision})"
+                )
             touched = change.touched_fact_ids + change.overtaking_fact_ids
             if touched:
                 current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
@@ -245,6 +250,7 @@ class Neo4jStore:
             if change.overtaken:
                 self._run(tx, "write_overtaken", user_id=change.user_id,
                           overtaken=[o.model_dump() for o in change.overtaken])
+            self._run(tx, "bump_user_revision", user_id=change.user_id)
             return WriteOutcome(applied=True, already_written=False)
 
         return self._write(f"write session {session.id!r}", work)
@@ -315,6 +321,9 @@ class Neo4jStore:
             "session_exists", user_id=check_identifier(user_id), session_id=check_identifier(session_id)
         )
         return bool(rows[0]["exists"])
+
+    def user_revision(self, user_id: str) -> int:
+        return int(self._query("user_revision", user_id=check_identifier(user_id))[0]["revision"])
 
     def current_facts(self, user_id: str) -> list[Fact]:
         return self._facts(

@@ -44,10 +44,14 @@ class Store(Protocol):
 
         Idempotent per (user, session id): a session already stored is not written again
         and the outcome says ``already_written``. Raises StaleStateError, writing nothing,
-        if a fact to confirm, retire or expire is not a current fact of this user.
+        if a fact to confirm, retire or expire is not a current fact of this user, or if
+        ``change.based_on_revision`` is set and another write changed the user since.
         """
 
     def session_exists(self, user_id: str, session_id: str) -> bool: ...
+
+    def user_revision(self, user_id: str) -> int:
+        """How many writes changed the user's memory (0 for none). A plan records it; apply() checks it."""
 
     def current_facts(self, user_id: str) -> list[Fact]:
         """Current facts, most recent first (by valid_from, then recorded_at)."""

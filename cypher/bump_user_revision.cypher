@@ -1,0 +1,8 @@
+// name: bump_user_revision
+// purpose: last statement of a write that changed a user's memory: one more revision, so any write planned
+//          against the state before it is refused as stale and planned again.
+// parameters: $user_id (string)
+// example: :param user_id => "alice"
+MATCH (u:User {id: $user_id})
+SET u.revision = coalesce(u.revision, 0) + 1
+RETURN u.revision AS revision
