@@ -33,7 +33,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -579,3 +579,51 @@ def test_neo4j_store_behaves_like_the_reference_model(neo4j_store_session: Neo4j
                 store.delete_user(user)
 
     run_state_machine_as_test(Neo4jAgainstReference, settings=_settings(max_examples=25))
+
+
+# ---------------------------------------------------------------------------- one divergence, kept apart
+# A NewFact may cite one message twice (the model only asks that each cited message is in the session).
+# Kept out of the machine above so that this one known divergence does not hide everything else there.
+
+
+def _fact_citing(user: str, cited: list[int]) -> SessionWrite:
+    messages = tuple(MessageRecord(id=f"m-{user}-{n}", index=n, text=f"message {n}") for n in range(3))
+    return SessionWrite(
+        user_id=user, session=SessionRecord(id="s-1", date=FIRST_DAY), recorded_at=FIRST_MOMENT, messages=messages,
+        new_facts=(NewFact(
+            id=f"f-{user}", text="Likes tea", topic="drink", inferred=False, kind=FactKind.STATE,
+            embedding=embedding("diet", 0.5, 1), source_message_ids=tuple(messages[n].id for n in cited),
+        ),),
+    )
+
+
+def _check_sources_are_a_set(store: Store) -> None:
+    @settings(max_examples=15, deadline=None, derandomize=not _SEARCH, database=None)
+    @given(cited=st.lists(st.integers(0, 2), min_size=1, max_size=4))
+    def sources_are_a_set(cited: list[int]) -> None:
+        user = f"prop-{uuid.uuid4().hex[:12]}"
+        change = _fact_citing(user, cited)
+        reference = ReferenceStore()
+        reference.apply(change)
+        store.apply(change)
+        try:
+            assert comparable(store.export_user(user)) == comparable(reference.export_user(user))
+        finally:
+            store.delete_user(user)
+
+    sources_are_a_set()
+
+
+def test_embedded_store_keeps_a_message_cited_twice_once() -> None:
+    store = EmbeddedStore(None)
+    store.ensure_schema(DIMENSION)
+    _check_sources_are_a_set(store)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Neo4j store bug: a NewFact whose source_message_ids repeat a message (minimal example found: cited=[0, 0], "
+    "the first message's id twice) gets two (fact)-[:FROM]->(message) edges (write_facts.cypher CREATEs one "
+    "per list item), so export_user lists the message twice where the embedded store and the model list it once; "
+    "a Neo4j export imported elsewhere then no longer matches its source"))
+def test_neo4j_store_keeps_a_message_cited_twice_once(neo4j_store_session: Neo4jStore) -> None:
+    _check_sources_are_a_set(neo4j_store_session)
