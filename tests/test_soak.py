@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from bench.soak.script import TOPICS, Conversation, conversation, scripted_rules
 from bench.soak.verify import Verification, verify
 from bench.soak.workload import EMBEDDING_DIMENSION, SoakSettings
 from lastknown_graph.embedders import APIEmbedder
+from lastknown_graph.errors import StaleStateError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.models import FactStatus, SessionWrite, WriteOutcome
@@ -209,3 +210,90 @@ def test_two_writes_planned_at_once_keep_one_current_fact_per_statement_and_one_
     assert hobbies == ["Enjoys chess"], "the same statement is current twice"
     assert cities == ["Lives in Madrid"], "two cities are current at once"
     assert history["Lives in Porto"] is FactStatus.RETIRED
+
+
+# ------------------------------------------------------------------ what the 2-minute soak found: starvation
+
+
+RIVAL_WAIT_S = 2.0  # how long a plan waits for the rival write it provoked (a fix may hold the rival back)
+
+
+class _RivalDuringEveryPlan:
+    """Each time the victim thread has read the user's revision for a plan, a rival write commits."""
+
+    def __init__(self, rival: Callable[[], None]) -> None:
+        self.rival = rival
+        self.victim: threading.Thread | None = None
+        self.rivals: list[threading.Thread] = []
+
+    def provoke(self) -> None:
+        if threading.current_thread() is not self.victim:
+            return
+        done = threading.Event()
+
+        def run() -> None:
+            self.rival()
+            done.set()
+
+        self.rivals.append(threading.Thread(target=run, daemon=True))
+        self.rivals[-1].start()
+        done.wait(RIVAL_WAIT_S)
+
+
+class RivalledNeo4jStore(Neo4jStore):
+    rivalry: _RivalDuringEveryPlan
+
+    def user_revision(self, user_id: str) -> int:
+        revision = super().user_revision(user_id)
+        self.rivalry.provoke()
+        return revision
+
+
+class RivalledEmbeddedStore(EmbeddedStore):
+    rivalry: _RivalDuringEveryPlan
+
+    def user_revision(self, user_id: str) -> int:
+        revision = super().user_revision(user_id)
+        self.rivalry.provoke()
+        return revision
+
+
+@pytest.mark.xfail(strict=True, raises=StaleStateError, reason=(
+    "starvation: under sustained writes to one user a write can lose every race and raise StaleStateError "
+    "after MAX_PLAN_ATTEMPTS (2 of 909 writes in the 2-minute soak, with 4 writers in one process). "
+    "Memory.write in one process could serialise writes per user (then only other processes race)"))
+@pytest.mark.parametrize("kind", ["embedded", "neo4j"])
+def test_a_write_is_not_starved_by_writes_for_the_same_user_from_the_same_process(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    moves = [conversation([(TOPICS[0], city)]) for city in TOPICS[0].values]
+    user = new_user("starved")
+    store: RivalledNeo4jStore | RivalledEmbeddedStore
+    if kind == "embedded":
+        store = RivalledEmbeddedStore(tmp_path / "memory.json")
+    else:
+        store = RivalledNeo4jStore(request.getfixturevalue("neo4j_uri"))
+    with ScriptedLLMServer(scripted_rules(moves), supports_json_schema=False,
+                           embedding_dimension=EMBEDDING_DIMENSION) as server:
+        llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
+        embedder = APIEmbedder(base_url=server.base_url, model="scripted-embeddings", api_key="x",
+                               dimension=EMBEDDING_DIMENSION)
+        memory = Memory(llm, embedder, user=user, store=store)
+        count = iter(range(1, 1000))
+
+        def rival() -> None:
+            n = next(count)
+            memory.write(list(moves[n % len(moves)].turns), date=date(2024, 1, 1), session=f"rival-{n}")
+
+        store.rivalry = _RivalDuringEveryPlan(rival)
+        store.rivalry.victim = threading.current_thread()
+        try:
+            report = memory.write(list(moves[0].turns), date=date(2024, 1, 2), session="victim")
+            assert not report.already_written
+            assert store.session_exists(user, "victim")
+        finally:
+            store.rivalry.victim = None
+            for thread in store.rivalry.rivals:
+                thread.join(timeout=30)
+            store.delete_user(user)
+            store.close()
