@@ -28,9 +28,11 @@ class AckedWrite:
     overtaken: tuple[tuple[str, str], ...]  # (fact id of this write, fact id of the later write that overtook it)
     disputed: tuple[tuple[str, str], ...]
     plan_attempts: int  # 1, or more when the write lost a race and was planned again
+    started_s: float  # time.perf_counter() when write() was called, and when it returned
+    finished_s: float
 
     @classmethod
-    def from_report(cls, report: WriteReport, turns: int) -> AckedWrite:
+    def from_report(cls, report: WriteReport, turns: int, started_s: float, finished_s: float) -> AckedWrite:
         return cls(
             user_id=report.user_id, session_id=report.session_id, turns=turns,
             added=tuple((a.fact_id, a.text, a.topic) for a in report.added),
@@ -39,7 +41,7 @@ class AckedWrite:
             expired=tuple((e.old_fact_id, e.new_fact_id) for e in report.expired),
             overtaken=tuple((o.fact_id, o.by_fact_id) for o in report.overtaken),
             disputed=tuple((d.old_fact_id, d.new_fact_id) for d in report.disputed),
-            plan_attempts=report.plan_attempts,
+            plan_attempts=report.plan_attempts, started_s=started_s, finished_s=finished_s,
         )
 
 
@@ -85,3 +87,16 @@ class Ledger:
     @property
     def total_errors(self) -> int:
         return sum(self.error_count.values())
+
+    def overlapping_writes(self) -> int:
+        """Acknowledged writes that began while another write for the same user was still running."""
+        overlapping = 0
+        by_user: dict[str, list[AckedWrite]] = {}
+        for write in self.acked:
+            by_user.setdefault(write.user_id, []).append(write)
+        for writes in by_user.values():
+            latest_finish = float("-inf")
+            for write in sorted(writes, key=lambda w: w.started_s):
+                overlapping += write.started_s < latest_finish
+                latest_finish = max(latest_finish, write.finished_s)
+        return overlapping

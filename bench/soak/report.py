@@ -70,6 +70,8 @@ def generated_markdown(run: SoakRun, verification: Verification, command: str, u
         f"- threads: {settings.writers} writers, {settings.readers} readers; users: {settings.shared_users} shared by "
         f"every writer + {settings.writers} with one writer each; {settings.pool_size} distinct conversations "
         f"(1-3 turns), seed {settings.seed}",
+        f"- writes that began while another write for the same user was running: {ledger.overlapping_writes()} "
+        f"of {len(ledger.acked)}",
         f"- writes that lost a race and were planned again: {replanned} of {len(ledger.acked)} "
         f"(plan attempts: {', '.join(f'{k}x: {v}' for k, v in sorted(attempts.items()))})",
         f"- what the acknowledged writes did: {added} facts added, "

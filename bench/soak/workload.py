@@ -97,11 +97,12 @@ def _writer(
         except Exception as exc:  # counted and reported; the soak must end with none
             ledger.fail("write", user, session, exc)
             continue
-        ledger.timed("write", time.perf_counter() - started)
+        finished = time.perf_counter()
+        ledger.timed("write", finished - started)
         if report.already_written:
             ledger.fail("write", user, session, RuntimeError("a new session was reported as already written"))
             continue
-        ledger.acknowledge(AckedWrite.from_report(report, len(chosen.turns)))
+        ledger.acknowledge(AckedWrite.from_report(report, len(chosen.turns), started, finished))
 
 
 def _read_once(ledger: Ledger, memory: Memory, operation: str, question: str) -> None:
