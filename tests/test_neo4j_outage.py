@@ -9,7 +9,7 @@ and from the second conversation on, one retirement (the old city) and one expir
 So a session that is stored whole has its 2 messages, its 2 facts and, after the first, its 2 edges.
 
 Slowness goes through a small TCP proxy (a thread in this file) between the driver and Neo4j that
-delays or holds the bytes. The last test kills a process in the middle of saving the embedded store.
+delays or holds the bytes. The last two tests kill a process in the middle of saving the embedded store.
 """
 
 from __future__ import annotations
@@ -40,8 +40,6 @@ from lastknown_graph.models import FactStatus, SessionWrite, UserExport, WriteOu
 from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from tests.builders import DIMENSION, SessionBuilder, new_user, vec
-
-pytestmark = pytest.mark.neo4j_server
 
 OUTAGE_BOLT_PORT = 17689
 OUTAGE_HTTP_PORT = 17479
@@ -175,6 +173,7 @@ class StoppedBeforeCommit(Neo4jStore):
         return super().apply(change)
 
 
+@pytest.mark.neo4j_server
 def test_a_stopped_server_fails_typed_in_bounded_time_and_after_a_restart_the_same_memory_finishes(
     running: local_neo4j.LocalNeo4jConfig, model: ScriptedLLMServer
 ) -> None:
@@ -266,6 +265,7 @@ def whole_session(n: int) -> dict[str, list[Any]]:
 NO_SESSION: dict[str, list[Any]] = {"session": [], "messages": [], "facts": [], "edges": []}
 
 
+@pytest.mark.neo4j_server
 def test_a_server_killed_mid_commit_keeps_every_session_whole_or_absent(
     running: local_neo4j.LocalNeo4jConfig, model: ScriptedLLMServer
 ) -> None:
@@ -387,6 +387,7 @@ def proxy(running: local_neo4j.LocalNeo4jConfig) -> Iterator[SlowProxy]:
     opened.close()
 
 
+@pytest.mark.neo4j_server
 def test_a_slow_connection_delays_reads_and_writes_but_they_complete(
     proxy: SlowProxy, model: ScriptedLLMServer
 ) -> None:
@@ -404,6 +405,7 @@ def test_a_slow_connection_delays_reads_and_writes_but_they_complete(
     assert session_parts(export, "s-1") == whole_session(1)
 
 
+@pytest.mark.neo4j_server
 def test_a_stall_shorter_than_the_retry_time_delays_a_write_that_then_lands_once(
     proxy: SlowProxy, model: ScriptedLLMServer
 ) -> None:
@@ -436,6 +438,7 @@ def _finishes_within(bound_s: float, call: Callable[[], object]) -> tuple[bool, 
     return (not worker.is_alive(), outcome[0] if outcome else None)
 
 
+@pytest.mark.neo4j_server
 @pytest.mark.xfail(strict=True, reason=(
     "Neo4jStore has no client-side timeout for a connection that stops answering: a stalled pooled "
     "connection waits for the server's connection.recv_timeout_seconds hint (120 s on Neo4j 5.26 defaults) "
