@@ -137,6 +137,12 @@ class Memory:
         turns = user_turns(messages)
         if not turns:
             raise InvalidInputError("write() got no user message with text")
+        # Writers for this user in this process take turns (no starvation); across processes the
+        # store's revision check decides, and a write that lost is planned again.
+        with self.store.user_write_turn(self.user):
+            return self._write_in_turn(turns, day, session_id)
+
+    def _write_in_turn(self, turns: list[str], day: date, session_id: str) -> WriteReport:
         if self.store.session_exists(self.user, session_id):
             return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=True)
         meter = UsageMeter()

@@ -265,3 +265,32 @@ def test_concurrent_memory_writes_for_one_user_keep_one_current_city(
     assert_one_chain(export, "location", 5, forks_allowed=dates == "spread")
     if dates == "spread":
         assert [f.text for f in store.current_facts(user)] == ["Lives in City4"]
+
+
+def test_writers_of_one_user_in_one_process_take_turns_and_the_turn_is_dropped_after() -> None:
+    from lastknown_graph.store.turns import UserTurns
+
+    turns, inside, most_inside = UserTurns(), [0], [0]
+    guard = threading.Lock()
+
+    def write(user: str) -> None:
+        with turns.turn(user):
+            with guard:
+                inside[0] += 1
+                most_inside[0] = max(most_inside[0], inside[0])
+            threading.Event().wait(0.01)
+            with guard:
+                inside[0] -= 1
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, ["alice"] * 16))
+    assert most_inside[0] == 1
+    assert turns.users_with_writers() == 0
+    all_inside = threading.Barrier(4, timeout=10)
+
+    def hold(user: str) -> None:
+        with turns.turn(user):
+            all_inside.wait()  # breaks (BrokenBarrierError) if one user's turn waited for another's
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(hold, ["a", "b", "c", "d"]))

@@ -28,7 +28,6 @@ from bench.soak.script import TOPICS, Conversation, conversation, scripted_rules
 from bench.soak.verify import Verification, verify
 from bench.soak.workload import EMBEDDING_DIMENSION, SoakSettings
 from lastknown_graph.embedders import APIEmbedder
-from lastknown_graph.errors import StaleStateError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.models import FactStatus, SessionWrite, WriteOutcome
@@ -215,7 +214,7 @@ def test_two_writes_planned_at_once_keep_one_current_fact_per_statement_and_one_
     assert history["Lives in Porto"] is FactStatus.RETIRED
 
 
-# ------------------------------------------------------------------ what the 2-minute soak found: starvation
+# ------------------------------------------------------------------ what the 2-minute soak found: starvation (fixed)
 
 
 RIVAL_WAIT_S = 2.0  # how long a plan waits for the rival write it provoked (a fix may hold the rival back)
@@ -261,10 +260,6 @@ class RivalledEmbeddedStore(EmbeddedStore):
         return revision
 
 
-@pytest.mark.xfail(strict=True, raises=StaleStateError, reason=(
-    "starvation: under sustained writes to one user a write can lose every race and raise StaleStateError "
-    "after MAX_PLAN_ATTEMPTS (2 of 909 writes in the 2-minute soak, with 4 writers in one process). "
-    "Memory.write in one process could serialise writes per user (then only other processes race)"))
 @pytest.mark.parametrize("kind", ["embedded", "neo4j"])
 def test_a_write_is_not_starved_by_writes_for_the_same_user_from_the_same_process(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path

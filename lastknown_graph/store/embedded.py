@@ -16,7 +16,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ from lastknown_graph.store.records import (
     most_recent_first,
     oldest_first,
 )
+from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.validation import check_identifier
 
 FILE_FORMAT = "lastknown_graph.embedded"
@@ -156,6 +157,7 @@ class EmbeddedStore:
         self._path = Path(path) if path is not None else None
         self._graph: nx.MultiDiGraph = nx.MultiDiGraph()
         self._dimension: int | None = None
+        self._turns = UserTurns()
         self._loaded_signature: tuple[int, int, int] | None = None
         self._thread_lock = threading.RLock()
         if self._path is not None:
@@ -508,6 +510,9 @@ class EmbeddedStore:
         key = _session_key(check_identifier(user_id), check_identifier(session_id))
         with self._locked(exclusive=False):
             return key in self._graph
+
+    def user_write_turn(self, user_id: str) -> AbstractContextManager[None]:
+        return self._turns.turn(check_identifier(user_id))
 
     def user_revision(self, user_id: str) -> int:
         check_identifier(user_id)

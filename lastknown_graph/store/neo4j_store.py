@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, date, datetime
 from typing import Any, TypeVar
 
@@ -57,6 +57,7 @@ from lastknown_graph.store.records import (
     to_day,
     to_moment,
 )
+from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.validation import check_identifier
 
 SCHEMA_VERSION = 1
@@ -98,6 +99,7 @@ class Neo4jStore:
         self._library = library or CypherLibrary()
         self._exact_scan_max_facts = exact_scan_max_facts
         self._dimension: int | None = None
+        self._turns = UserTurns()
         try:
             # Server notifications (e.g. "label does not exist yet" on a fresh database) are not errors.
             self._driver = driver or GraphDatabase.driver(
@@ -321,6 +323,9 @@ class Neo4jStore:
             "session_exists", user_id=check_identifier(user_id), session_id=check_identifier(session_id)
         )
         return bool(rows[0]["exists"])
+
+    def user_write_turn(self, user_id: str) -> AbstractContextManager[None]:
+        return self._turns.turn(check_identifier(user_id))
 
     def user_revision(self, user_id: str) -> int:
         return int(self._query("user_revision", user_id=check_identifier(user_id))[0]["revision"])

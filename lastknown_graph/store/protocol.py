@@ -8,6 +8,7 @@ raises and leaves the stored memory exactly as it was.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager
 from datetime import date
 from typing import Protocol, runtime_checkable
 
@@ -49,6 +50,13 @@ class Store(Protocol):
         """
 
     def session_exists(self, user_id: str, session_id: str) -> bool: ...
+
+    def user_write_turn(self, user_id: str) -> AbstractContextManager[None]:
+        """Held by ``Memory.write`` while it plans and applies: writers for one user in this process take turns.
+
+        Correctness does not depend on it (``apply`` checks the user's revision); it keeps a writer
+        from losing every race to other writers of the same process.
+        """
 
     def user_revision(self, user_id: str) -> int:
         """How many writes changed the user's memory (0 for none). A plan records it; apply() checks it."""
