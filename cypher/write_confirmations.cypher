@@ -9,4 +9,4 @@ CREATE (f)-[:CONFIRMED_IN {at: $date}]->(s)
 WITH f, c
 UNWIND c.source_message_ids AS message_id
 MATCH (m:Message {id: message_id, user_id: $user_id})
-CREATE (f)-[:FROM]->(m)
+MERGE (f)-[:FROM]->(m)  // once per message, however often it is cited (as in the embedded store)

@@ -15,4 +15,4 @@ CALL db.create.setNodeVectorProperty(f, 'embedding', nf.embedding)
 WITH f, nf
 UNWIND nf.source_message_ids AS message_id
 MATCH (m:Message {id: message_id, user_id: $user_id})
-CREATE (f)-[:FROM]->(m)
+MERGE (f)-[:FROM]->(m)  // once per message, however often it is cited (as in the embedded store)

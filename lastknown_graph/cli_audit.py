@@ -167,6 +167,7 @@ def _with_driver(
             spec.location, auth=(user, password), notifications_min_severity="OFF",
             max_transaction_retry_time=options.store_timeout_s,
             connection_timeout=min(options.store_timeout_s, 30.0),
+            connection_acquisition_timeout=min(options.store_timeout_s, 30.0),
         )
     except (ValueError, neo4j_errors.ConfigurationError) as exc:
         raise StoreError(f"bad Neo4j settings for {spec.location}: {exc}") from exc

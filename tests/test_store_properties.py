@@ -620,10 +620,6 @@ def test_embedded_store_keeps_a_message_cited_twice_once() -> None:
     _check_sources_are_a_set(store)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Neo4j store bug: a NewFact whose source_message_ids repeat a message (minimal example found: cited=[0, 0], "
-    "the first message's id twice) gets two (fact)-[:FROM]->(message) edges (write_facts.cypher CREATEs one "
-    "per list item), so export_user lists the message twice where the embedded store and the model list it once; "
-    "a Neo4j export imported elsewhere then no longer matches its source"))
+# Found by the state machine (minimal example cited=[0, 0]); write_facts.cypher then CREATEd one edge per item.
 def test_neo4j_store_keeps_a_message_cited_twice_once(neo4j_store_session: Neo4jStore) -> None:
     _check_sources_are_a_set(neo4j_store_session)

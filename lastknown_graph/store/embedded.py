@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import glob
 import json
 import os
 import tempfile
@@ -244,6 +245,10 @@ class EmbeddedStore:
         }
         payload = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         directory = self._path.parent
+        # Only a save holding the exclusive lock writes a temp file, and we hold it: any other temp file
+        # is an orphan of a save that was killed, a full copy of the memory that forgetting must not miss.
+        for orphan in directory.glob(f"{glob.escape(self._path.name)}.*.tmp"):
+            orphan.unlink(missing_ok=True)
         fd, temp_name = tempfile.mkstemp(prefix=self._path.name + ".", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "wb") as temp_file:

@@ -108,6 +108,8 @@ class Neo4jStore:
                 notifications_min_severity="OFF",
                 max_transaction_retry_time=retry_seconds,
                 connection_timeout=min(retry_seconds, 30.0),
+                # A stalled handshake would otherwise wait for the driver's 60 s default.
+                connection_acquisition_timeout=min(retry_seconds, 30.0),
             )
         except (ValueError, neo4j_errors.ConfigurationError) as exc:
             raise StoreError(f"bad Neo4j settings for {self._uri}: {exc}") from exc
