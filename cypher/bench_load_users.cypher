@@ -10,7 +10,8 @@
 //             stage, reason}], expires: [{new_fact_id, old_fact_id, session_id, at}]})
 // example: see bench/perf/bulk.py
 UNWIND $users AS user
-CREATE (u:User {id: user.user_id})
+// Each applied session bumps the user's revision once (bump_user_revision), so the revision is the session count.
+CREATE (u:User {id: user.user_id, revision: size(user.sessions)})
 WITH u, user
 CALL (u, user) {
   UNWIND user.sessions AS session

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bench._report import write_generated
 from bench.perf.report import generated_markdown, plot
-from bench.perf.runner import FULL, QUICK, RunResult, run
+from bench.perf.runner import FULL, QUICK, RunResult, remeasure, run
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 TITLE = "Graph performance at scale"
@@ -33,14 +33,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="load at most this many background users into the embedded store")
     parser.add_argument("--no-embedder", action="store_true", help="skip timing the real MiniLM embedder")
     parser.add_argument("--keep-data", action="store_true", help="leave the synthetic users in Neo4j")
+    parser.add_argument("--remeasure", metavar="RUN_TAG", default=None,
+                        help="load nothing: measure the target size again on untouched background users that the "
+                             "full run RUN_TAG (the hex in its user ids) left in Neo4j; writes perf-remeasure*")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
-    for chatty in ("httpx", "sentence_transformers", "neo4j"):  # one line per request would drown the progress
-        logging.getLogger(chatty).setLevel(logging.WARNING)
+    # Progress lines of the bench only: the HTTP client's line per request would drown them.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
+    logging.getLogger("bench.perf").setLevel(logging.INFO)
     if not args.neo4j_uri:
         print("bench.perf needs a Neo4j: --neo4j-uri or LASTKNOWN_NEO4J_URI", file=sys.stderr)
         return 2
@@ -48,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_embedder:
         sizes = type(sizes)(**{**sizes.__dict__, "embedder_samples": 0})
     out = args.out or RESULTS_DIR
-    stem = "perf-quick" if args.quick and args.out is None else "perf"
+    stem = "perf-remeasure" if args.remeasure else "perf-quick" if args.quick and args.out is None else "perf"
     markdown, picture = out / f"{stem}.md", out / f"{stem}-latency.png"
     command = "python -m bench.perf " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
 
@@ -56,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         plot(result.points, picture)
         write_generated(markdown, TITLE, generated_markdown(result, command, picture.name))
 
+    if args.remeasure:
+        save(remeasure(sizes, args.neo4j_uri, args.neo4j_home, args.remeasure))
+        print(f"wrote {markdown} and {picture}")
+        return 0
     result = run(sizes, args.neo4j_uri, args.neo4j_home, args.work_dir, args.embedded_max_users,
                  cleanup=args.quick and not args.keep_data, progress=save)
     save(result)

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
 from datetime import date
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -109,6 +109,10 @@ class TimedStore:
         finally:
             self.seconds[name].append(time.perf_counter() - started)
 
+    def __getattr__(self, name: str) -> Any:
+        # Store methods added to the protocol later are passed through, untimed, until listed here.
+        return getattr(self.inner, name)
+
     def total(self, *names: str) -> float:
         return sum(sum(self.seconds[name]) for name in names)
 
@@ -126,6 +130,9 @@ class TimedStore:
 
     def session_exists(self, user_id: str, session_id: str) -> bool:
         return self._timed("session_exists", lambda: self.inner.session_exists(user_id, session_id))
+
+    def user_revision(self, user_id: str) -> int:
+        return self._timed("user_revision", lambda: self.inner.user_revision(user_id))
 
     def current_facts(self, user_id: str) -> list[Fact]:
         return self._timed("current_facts", lambda: self.inner.current_facts(user_id))

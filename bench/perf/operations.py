@@ -101,13 +101,15 @@ def recall_at_k(returned: list[str], truth: dict[str, float], k: int) -> float:
 class Harness:
     """The scripted LLM, the clocked client, the lookup embedder and the synthetic space shared by all points."""
 
-    def __init__(self, server: ScriptedLLMServer, space: SyntheticSpace, seed: int) -> None:
+    def __init__(self, server: ScriptedLLMServer, space: SyntheticSpace, seed: int,
+                 retire_pairs: set[tuple[str, str]]) -> None:
+        """``retire_pairs`` is the set the server's rules (``Harness.rules``) read: (earlier, later) texts."""
         self.server = server
         self.space = space
         self.rng = np.random.default_rng([seed, 99])
         self.embedder = LookupEmbedder(space.dimension)
         self.llm = TimedLLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
-        self.retire_pairs: set[tuple[str, str]] = set()
+        self.retire_pairs = retire_pairs
         self._counter = 0
 
     @staticmethod

@@ -49,6 +49,10 @@ def _ms(value: float) -> str:
     return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
 
 
+def _ratio(value: float) -> str:
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
+
+
 def _cell(samples: Sequence[float]) -> str:
     if not samples:
         return "-"
@@ -101,7 +105,7 @@ def ratio_tables(points: Sequence[PointResult]) -> list[str]:
             for point in first:
                 mine, theirs = _p50(point, op), (_p50(other[point.facts_per_user], op)
                                                  if point.facts_per_user in other else None)
-                cells.append(f"{_ms(mine)} / {_ms(theirs)} = **{mine / theirs:.2f}**"
+                cells.append(f"{_ms(mine)} / {_ms(theirs)} = **{_ratio(mine / theirs)}**"
                              if mine is not None and theirs else "-")
             rows.append([OPERATIONS[op], *cells])
         lines += [*markdown_table(header, rows), ""]
@@ -116,7 +120,7 @@ def ratio_tables(points: Sequence[PointResult]) -> list[str]:
             cells = []
             for point in group:
                 index, exact = _p50(point, f"{name}/index"), _p50(point, f"{name}/exact")
-                cells.append(f"{_ms(index)} / {_ms(exact)} = **{index / exact:.2f}**"
+                cells.append(f"{_ms(index)} / {_ms(exact)} = **{_ratio(index / exact)}**"
                              if index is not None and exact else "-")
             rows.append([label, *cells])
         lines += [*markdown_table(header, rows), ""]
@@ -232,7 +236,8 @@ def generated_markdown(result: RunResult, command: str, plot_name: str) -> str:
         "",
         "### Machine",
         "",
-        *machine_lines(),
+        *[result.library if line.startswith("- library measured") and result.library else line
+          for line in machine_lines()],
     ]
     return "\n".join(lines)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import neo4j
 
+from bench._report import library_line
 from bench.perf.footprint import Footprint, embedded_footprint, neo4j_footprint
 from bench.perf.instruments import percentile_ms
 from bench.perf.loading import (
@@ -30,7 +31,7 @@ from bench.perf.loading import (
     neo4j_shape_check,
 )
 from bench.perf.operations import Counts, Harness, PointResult, measure_point
-from bench.perf.synthetic import DIMENSION, SyntheticSpace, UserScript
+from bench.perf.synthetic import DIMENSION, SyntheticSpace, UserScript, UserSpec
 from lastknown_graph.cypher_library import CypherLibrary
 from lastknown_graph.scripted_llm import ScriptedLLMServer
 from lastknown_graph.store import EmbeddedStore, Neo4jStore
@@ -80,6 +81,7 @@ class RunResult:
     embedder_ms: dict[str, list[float]] = field(default_factory=dict)
     embedded_stopped_at: str = ""
     seconds: float = 0.0
+    library: str = ""  # which library code was measured, read when the run starts (others may commit meanwhile)
 
 
 @dataclass
@@ -144,7 +146,7 @@ def run(sizes: Sizes, neo4j_uri: str, neo4j_home: Path | None, work_dir: Path | 
         embedded_max_users: int | None, cleanup: bool, progress: Callable[[RunResult], None] | None = None
         ) -> RunResult:
     started = time.perf_counter()
-    result = RunResult(sizes=sizes)
+    result = RunResult(sizes=sizes, library=library_line())
     space = SyntheticSpace()
     run_tag = secrets.token_hex(3)
     population = Population(space, run_tag)
@@ -157,8 +159,7 @@ def run(sizes: Sizes, neo4j_uri: str, neo4j_home: Path | None, work_dir: Path | 
     driver = neo4j.GraphDatabase.driver(neo4j_uri, auth=("neo4j", ""), notifications_min_severity="OFF")
     store.ensure_schema(DIMENSION)
     with ScriptedLLMServer(Harness.rules(harness_rules), embedding_dimension=DIMENSION) as server:
-        harness = Harness(server, space, seed=7)
-        harness.retire_pairs = harness_rules
+        harness = Harness(server, space, seed=7, retire_pairs=harness_rules)
         try:
             # ---------------------------------------------------------------- phase A: both stores
             logger.info("phase A: %s", sizes.describe())
@@ -196,6 +197,7 @@ def run(sizes: Sizes, neo4j_uri: str, neo4j_home: Path | None, work_dir: Path | 
             result.ingest["embedded apply"] = apply_users(embedded, [extra])
             result.footprints.append(embedded_footprint(embedded_path, label_e))
             if progress is not None:
+                result.seconds = time.perf_counter() - started
                 progress(result)
 
             # ---------------------------------------------------------------- phase B: Neo4j at scale
@@ -228,3 +230,42 @@ def run(sizes: Sizes, neo4j_uri: str, neo4j_home: Path | None, work_dir: Path | 
 
 def _facts(users: list[UserScript]) -> int:
     return sum(u.fact_count for u in users)
+
+
+def remeasure(sizes: Sizes, neo4j_uri: str, neo4j_home: Path | None, run_tag: str) -> RunResult:
+    """Measure the target size again on a database a full run left behind, without loading anything.
+
+    Uses background users of that run that no measurement touched (the last ones loaded; measured
+    groups are the first ones of each phase), regenerated from their ids: same script, same vectors.
+    For when the first measurement ran while other work loaded the machine.
+    """
+    started = time.perf_counter()
+    result = RunResult(sizes=sizes, library=library_line())
+    space = SyntheticSpace()
+    library = CypherLibrary()
+    store = Neo4jStore(neo4j_uri)
+    index_store = Neo4jStore(neo4j_uri, exact_scan_max_facts=0)
+    driver = neo4j.GraphDatabase.driver(neo4j_uri, auth=("neo4j", ""), notifications_min_severity="OFF")
+    prefix = f"perf-{run_tag}-bg-"
+    with driver.session() as session:
+        [row] = session.execute_read(
+            lambda tx: tx.run(library.get("bench_census").text, {"prefix": prefix}).data())
+    indices = sorted(int(user_id.rsplit("-", 1)[1]) for user_id in row["matching"])
+    untouched = indices[-sizes.group_size(sizes.facts_per_user):]
+    group = [UserSpec(f"{prefix}{index}", index, sizes.facts_per_user).script(space) for index in untouched]
+    census = Census(users=row["users"], facts=row["facts"])
+    logger.info("remeasuring %s on %s", [u.user_id for u in group], census.label("Neo4j"))
+    try:
+        retire_pairs: set[tuple[str, str]] = set()
+        with ScriptedLLMServer(Harness.rules(retire_pairs), embedding_dimension=DIMENSION) as server:
+            harness = Harness(server, space, seed=11, retire_pairs=retire_pairs)
+            measure_groups(harness, result, census.label("Neo4j") + " (measured again)", store, index_store,
+                           Groups({sizes.facts_per_user: group}), sizes.neo4j, census)
+        if neo4j_home is not None:
+            result.footprints.append(neo4j_footprint(neo4j_home, census.label("Neo4j")))
+    finally:
+        driver.close()
+        store.close()
+        index_store.close()
+    result.seconds = time.perf_counter() - started
+    return result
