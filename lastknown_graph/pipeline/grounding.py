@@ -65,7 +65,7 @@ def ungrounded_terms(fact_text: str, user_messages: list[str]) -> list[str]:
 _FILLER = frozenset("""
 the and for with that this from have has had was were are is not but you your they them their there here what
 when where which who will would could should about into over just very really also some more most much many
-user lives works likes does doing been being than then now still now
+user lives works likes does doing been being than then now still
 """.split())  # noqa: SIM905 - a word list reads better as text
 _STEM_CHARS = 5  # "bakery" and "baker", "moved" and "moving" share their first five letters
 
