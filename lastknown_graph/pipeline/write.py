@@ -147,8 +147,10 @@ class PlanningMemo:
 
     extraction: Extraction | None = None
     embeddings: list[list[float]] | None = None
-    # (earlier fact id or text, later text, later day) -> the decision on that pair
-    decisions: dict[tuple[str, str, date], PairDecision] = field(default_factory=dict)
+    # everything the model was shown about a pair (earlier text, its day, its domain, later text,
+    # later day, the user's words) -> its decision
+    decisions: dict[tuple[str, date, str | None, str, date, tuple[str, ...]], PairDecision] = field(
+        default_factory=dict)
 
 
 def plan_write(
@@ -200,22 +202,26 @@ def plan_write(
     checks: dict[str, list[int]] = {}  # domain of the checked fact -> [checks run, reached stage 2]
     touched: set[str] = set()
 
+    def check_pair(earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
+        """Is ``earlier`` still true once ``later_text`` holds? Asked of the model once per write, counted per plan."""
+        key = (earlier.text, earlier.valid_from, earlier.domain, later_text, later_day, tuple(later_words))
+        decision = memo.decisions.get(key)
+        if decision is None:
+            decision = judge_pair(llm, meter, earlier, later_text, later_day, later_words, settings,
+                                  earlier_volatility=priors.of(earlier.domain))
+            memo.decisions[key] = decision
+        counts = checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
+        counts[0] += 1
+        counts[1] += decision.stage == "stage2"
+        return decision
+
     for (fact, evidence), embedding in zip(usable, embeddings, strict=True):
         kind = FactKind(fact.kind)
         domain = priors.known(fact.domain)
         decided: dict[str, PairDecision] = {}
 
         def judge(earlier: Fact, fact_text: str = fact.text, evidence: list[int] = evidence) -> PairDecision:
-            key = (earlier.id, fact_text, day)
-            decision = memo.decisions.get(key) or judge_pair(
-                llm, meter, earlier, fact_text, day, [user_messages[i] for i in evidence], settings,
-                earlier_volatility=priors.of(earlier.domain),
-            )
-            memo.decisions[key] = decision
-            counts = checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
-            counts[0] += 1
-            counts[1] += decision.stage == "stage2"
-            return decision
+            return check_pair(earlier, fact_text, day, [user_messages[i] for i in evidence])
 
         source_ids = tuple(messages[i].id for i in evidence)
         # A conversation dated before a fact was stated cannot make that fact stop being true.
@@ -308,15 +314,7 @@ def plan_write(
             for candidate in later:
                 if candidate.fact.kind is not FactKind.STATE:
                     continue
-                key = (fact.text, candidate.fact.text, candidate.fact.valid_from)
-                decision = memo.decisions.get(key) or judge_pair(
-                    llm, meter, as_stored, candidate.fact.text, candidate.fact.valid_from, [], settings,
-                    earlier_volatility=priors.of(domain),
-                )
-                memo.decisions[key] = decision
-                counts = checks.setdefault(domain or UNASSIGNED_DOMAIN, [0, 0])
-                counts[0] += 1
-                counts[1] += decision.stage == "stage2"
+                decision = check_pair(as_stored, candidate.fact.text, candidate.fact.valid_from, [])
                 if not decision.retire:
                     continue
                 reason = decision.reason or "a later fact had already made it untrue"
