@@ -21,6 +21,7 @@ from typing import Annotated, Final, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from lastknown_graph.errors import StaleStateError
 from lastknown_graph.validation import check_identifier, check_text
 
 UserId = Annotated[str, AfterValidator(check_identifier)]
@@ -235,6 +236,14 @@ class SessionWrite(Frozen):
         touched += [e.old_fact_id for e in self.expiries]
         touched += [d.old_fact_id for d in self.disputes]
         return touched
+
+    def require_planned_from(self, revision: int) -> None:
+        """Raise StaleStateError if this write was planned from another revision of the user than ``revision``."""
+        if self.based_on_revision is not None and revision != self.based_on_revision:
+            raise StaleStateError(
+                f"user {self.user_id!r} changed since this write was planned "
+                f"(revision {revision}, planned from {self.based_on_revision})"
+            )
 
     @property
     def overtaking_fact_ids(self) -> list[str]:

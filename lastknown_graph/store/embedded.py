@@ -322,11 +322,7 @@ class EmbeddedStore:
             if session_key in graph:
                 return WriteOutcome(applied=False, already_written=True)
             revision = _revision(graph, user_id)
-            if change.based_on_revision is not None and revision != change.based_on_revision:
-                raise StaleStateError(
-                    f"user {user_id!r} changed since this write was planned "
-                    f"(revision {revision}, planned from {change.based_on_revision})"
-                )
+            change.require_planned_from(revision)
             touched = change.touched_fact_ids + change.overtaking_fact_ids
             for fact_id in touched:
                 node = graph.nodes.get(_fact_key(fact_id))

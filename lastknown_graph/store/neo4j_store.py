@@ -214,11 +214,7 @@ class Neo4jStore:
             lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
             if lock[0]["already_written"]:
                 return WriteOutcome(applied=False, already_written=True)
-            if change.based_on_revision is not None and lock[0]["revision"] != change.based_on_revision:
-                raise StaleStateError(
-                    f"user {change.user_id!r} changed since this write was planned "
-                    f"(revision {lock[0]['revision']}, planned from {change.based_on_revision})"
-                )
+            change.require_planned_from(lock[0]["revision"])
             touched = change.touched_fact_ids + change.overtaking_fact_ids
             if touched:
                 current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
