@@ -242,22 +242,23 @@ class _RivalDuringEveryPlan:
         done.wait(RIVAL_WAIT_S)
 
 
-class RivalledNeo4jStore(Neo4jStore):
+class _Rivalled:
+    """Mixed in before a real store: reading the user's revision for a plan provokes a rival write."""
+
     rivalry: _RivalDuringEveryPlan
 
     def user_revision(self, user_id: str) -> int:
-        revision = super().user_revision(user_id)
+        revision: int = super().user_revision(user_id)  # type: ignore[misc]
         self.rivalry.provoke()
         return revision
 
 
-class RivalledEmbeddedStore(EmbeddedStore):
-    rivalry: _RivalDuringEveryPlan
+class RivalledNeo4jStore(_Rivalled, Neo4jStore):
+    pass
 
-    def user_revision(self, user_id: str) -> int:
-        revision = super().user_revision(user_id)
-        self.rivalry.provoke()
-        return revision
+
+class RivalledEmbeddedStore(_Rivalled, EmbeddedStore):
+    pass
 
 
 @pytest.mark.parametrize("kind", ["embedded", "neo4j"])
