@@ -11,7 +11,8 @@
 // example: see bench/perf/bulk.py
 UNWIND $users AS user
 // Each applied session bumps the user's revision once (bump_user_revision), so the revision is the session count.
-CREATE (u:User {id: user.user_id, revision: size(user.sessions)})
+CREATE (u:User {id: user.user_id, revision: size(user.sessions), epoch: randomUUID(),
+               changed_at: timestamp()})
 WITH u, user
 CALL (u, user) {
   UNWIND user.sessions AS session

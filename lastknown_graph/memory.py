@@ -14,7 +14,15 @@ from pathlib import Path
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, StaleStateError, UnknownUserError
 from lastknown_graph.llm import LLM, Usage, UsageMeter
-from lastknown_graph.models import DomainTelemetry, Fact, HistoryEntry, ScoredFact, TimelineEvent, UserExport
+from lastknown_graph.models import (
+    DomainTelemetry,
+    Fact,
+    FactStatus,
+    HistoryEntry,
+    ScoredFact,
+    TimelineEvent,
+    UserExport,
+)
 from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
@@ -24,6 +32,7 @@ from lastknown_graph.pipeline.write import PlanningMemo, plan_write
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.reports import Answer, ForgetReport, UsageCounts, UsageReport, WriteReport
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.store.records import most_recent_first
 from lastknown_graph.validation import check_identifier, check_text, parse_day
 from lastknown_graph.volatility import VolatilityPriors
 
@@ -185,10 +194,11 @@ class Memory:
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
                                        or max_tokens < MIN_CONTEXT_TOKENS):
             raise InvalidInputError(f"max_tokens must be an integer >= {MIN_CONTEXT_TOKENS}, got {max_tokens!r}")
-        current = self.store.current_facts(self.user)
+        # One read: the current state is part of the history (and the store caches both at once).
+        history = self.store.history(self.user)
+        current = most_recent_first(e.fact for e in history if e.fact.status is FactStatus.CURRENT)
         today = latest_day(current) or datetime.now(UTC).date()
-        return render_context(current, self.store.history(self.user), max_tokens=max_tokens,
-                              priors=self.priors, today=today)
+        return render_context(current, history, max_tokens=max_tokens, priors=self.priors, today=today)
 
     def premise_notes(self, message: str) -> list[str]:
         """Notes for each retired fact the message seems to assume (empty when it assumes none)."""

@@ -306,6 +306,21 @@ class ScoredFact(Frozen):
     relevance: float | None = None  # similarity weighted by freshness, where a ranking set it
 
 
+class CandidateProbe(Frozen):
+    """What one new fact of a write looks for among the user's current facts: the most recent ones
+    on its topic, and the ones nearest its embedding."""
+
+    topic: str = Field(min_length=1)
+    embedding: Embedding
+    k: int = Field(ge=1)  # nearest current facts wanted
+    topic_limit: int = Field(ge=0)  # most recent current facts on the topic wanted
+
+
+class ProbeCandidates(Frozen):
+    on_topic: tuple[Fact, ...] = ()  # most recent first
+    nearest: tuple[ScoredFact, ...] = ()  # best first
+
+
 class ReplacementLink(Frozen):
     """Why a fact stopped being true: the fact that replaced it and the session that caused it."""
 

@@ -58,7 +58,12 @@ def replace_current(store: Store, user: str, topic: str, label: str, seed: int) 
     """
     refused = 0
     while True:
-        [current] = store.facts_on_topic(user, topic)
+        found = store.facts_on_topic(user, topic)
+        if len(found) != 1:
+            # Neo4j reads are read-committed: a read during a rival's commit can see it half applied
+            # (the old fact already retired, the new one not yet in the index). Read again.
+            continue
+        [current] = found
         session = SessionBuilder(user, f"s-{label}", START + timedelta(days=1))
         new = session.fact(f"Value {label}", topic, vec(seed))
         session.retire(current.id, new, reason=f"replaced by {label}")

@@ -81,3 +81,25 @@ def test_an_unreachable_server_raises_a_typed_error_naming_it() -> None:
     with pytest.raises(StoreUnavailableError, match=r"127\.0\.0\.1:1"):
         store.current_facts("alice")
     store.close()
+
+
+def test_conflict_candidates_through_the_vector_index_match_the_exact_scan(neo4j_uri: str) -> None:
+    """Users too big for the exact scan take the index path probe by probe; it must find the same facts."""
+    from lastknown_graph.models import CandidateProbe
+
+    exact, indexed = Neo4jStore(neo4j_uri), Neo4jStore(neo4j_uri, exact_scan_max_facts=0)
+    try:
+        exact.ensure_schema(DIMENSION)
+        user = new_user()
+        session = SessionBuilder(user, "s1", date(2024, 1, 1))
+        for i in range(12):
+            session.fact(f"Fact number {i}", f"topic-{i % 3}", vec(100 + i))
+        exact.apply(session.build())
+        probes = [CandidateProbe(topic=f"topic-{i}", embedding=vec(100 + i), k=4, topic_limit=2) for i in range(3)]
+        want, got = exact.conflict_candidates(user, probes), indexed.conflict_candidates(user, probes)
+        assert [[s.fact.id for s in c.nearest] for c in got] == [[s.fact.id for s in c.nearest] for c in want]
+        assert [[f.id for f in c.on_topic] for c in got] == [[f.id for f in c.on_topic] for c in want]
+        assert all(len(c.on_topic) == 2 and len(c.nearest) == 4 for c in got)
+    finally:
+        exact.close()
+        indexed.close()

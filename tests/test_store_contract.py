@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from lastknown_graph.errors import StaleStateError, UnknownUserError, UserExistsError
-from lastknown_graph.models import FactKind, FactStatus, TimelineEventKind
+from lastknown_graph.models import CandidateProbe, FactKind, FactStatus, ProbeCandidates, TimelineEventKind
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Store
 from tests.builders import SessionBuilder, cosine, near, new_user, vec
 
@@ -355,3 +355,39 @@ def test_an_overtaking_date_not_after_the_session_is_refused() -> None:
     june.overtake(denver, "fact-later", until=date(2024, 6, 1))
     with pytest.raises(ValidationError, match="not after its session"):
         june.build()
+
+
+def test_conflict_candidates_are_the_nearest_and_latest_on_topic_current_facts(store: Store) -> None:
+    user, other = new_user(), new_user("other")
+    ids = portland_then_phoenix(store, user)
+    portland_then_phoenix(store, other)  # the same facts for someone else: never a candidate
+    later = SessionBuilder(user, "s-oct", date(2024, 10, 1))
+    tucson = later.fact("Lives in Tucson", "location", near(vec(1), 0.5, 9))
+    store.apply(later.build())
+    probes = [
+        CandidateProbe(topic="location", embedding=vec(1), k=2, topic_limit=5),
+        CandidateProbe(topic="weather_attitude", embedding=vec(2), k=1, topic_limit=0),
+        CandidateProbe(topic="no-such-topic", embedding=vec(3), k=10, topic_limit=3),
+    ]
+    found = store.conflict_candidates(user, probes)
+    assert len(found) == 3
+    # Current facts only (Portland is retired), most recent first; the limit cuts the list.
+    assert [f.id for f in found[0].on_topic] == [tucson, ids["desert"]]
+    assert found[1].on_topic == () and found[2].on_topic == ()
+    for probe, candidates in zip(probes, found, strict=True):
+        expected = store.similar_facts(user, probe.embedding, probe.k)
+        assert [s.fact.id for s in candidates.nearest] == [s.fact.id for s in expected]
+        assert [s.similarity for s in candidates.nearest] == pytest.approx([s.similarity for s in expected])
+        assert all(s.fact.user_id == user for s in candidates.nearest)
+    assert len(found[2].nearest) == 4  # every current fact of the user, however large k is
+    assert store.conflict_candidates(user, []) == []
+    assert store.conflict_candidates(new_user("nobody"), probes[:1]) == [ProbeCandidates()]
+
+
+def test_conflict_candidates_refuse_a_probe_of_the_wrong_dimension(store: Store) -> None:
+    user = new_user()
+    portland_then_phoenix(store, user)
+    with pytest.raises(ValueError, match="dimensions"):
+        store.conflict_candidates(user, [CandidateProbe(topic="location", embedding=(1.0, 0.0), k=1, topic_limit=1)])
+    with pytest.raises(ValidationError):
+        CandidateProbe(topic="location", embedding=vec(1), k=0, topic_limit=1)

@@ -46,6 +46,7 @@ from hypothesis.stateful import (
 
 from lastknown_graph.errors import LastknownError
 from lastknown_graph.models import (
+    CandidateProbe,
     CheckCount,
     Confirmation,
     DeletionReport,
@@ -515,6 +516,25 @@ class StoreAgainstReference(RuleBasedStateMachine):
             self.reference.similar_facts(user, query, k, wanted),
             self.reference.similar_facts(user, query, 10**6, wanted),
         )
+
+        # What planning a write reads: per probe, the nearest current facts and the latest on its topic.
+        probes = [
+            CandidateProbe(topic=data.draw(st.sampled_from((*TOPICS, "no-such-topic")), label="probe topic"),
+                           embedding=tuple(data.draw(embeddings(), label="probe embedding")),
+                           k=data.draw(st.integers(1, 6), label="probe k"),
+                           topic_limit=data.draw(st.integers(0, 3), label="probe topic limit"))
+            for _ in range(data.draw(st.integers(0, 3), label="probes"))
+        ]
+        found = self.store.conflict_candidates(user, probes)
+        assert len(found) == len(probes)
+        for probe, candidates in zip(probes, found, strict=True):
+            assert_same_facts(list(candidates.on_topic),
+                              self.reference.facts_on_topic(user, probe.topic)[: probe.topic_limit])
+            assert_same_neighbours(
+                list(candidates.nearest),
+                self.reference.similar_facts(user, list(probe.embedding), probe.k),
+                self.reference.similar_facts(user, list(probe.embedding), 10**6),
+            )
 
         assert_same_timeline(self.store.timeline(user), self.reference.timeline(user))
         for session_id in SESSION_IDS:

@@ -89,7 +89,7 @@ class FaultyEmbedder:
 
 
 READS = ("user_revision", "session_exists", "current_facts", "facts_by_id", "facts_on_topic", "similar_facts",
-         "history")
+         "conflict_candidates", "history")
 
 
 class FaultyReads:

@@ -17,10 +17,12 @@ import numpy as np
 
 from lastknown_graph.embedders import EmbedderError
 from lastknown_graph.models import (
+    CandidateProbe,
     DeletionReport,
     Fact,
     FactStatus,
     HistoryEntry,
+    ProbeCandidates,
     ScoredFact,
     SessionWrite,
     TimelineEvent,
@@ -147,6 +149,9 @@ class TimedStore:
     def similar_facts(self, user_id: str, embedding: Sequence[float], k: int,
                       statuses: frozenset[FactStatus] = CURRENT_ONLY) -> list[ScoredFact]:
         return self._timed("similar_facts", lambda: self.inner.similar_facts(user_id, embedding, k, statuses))
+
+    def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
+        return self._timed("conflict_candidates", lambda: self.inner.conflict_candidates(user_id, probes))
 
     def history(self, user_id: str) -> list[HistoryEntry]:
         return self._timed("history", lambda: self.inner.history(user_id))

@@ -8,6 +8,7 @@ transaction. Which store calls that time went to is clocked separately (``TimedS
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -110,6 +111,9 @@ class Harness:
         self.embedder = LookupEmbedder(space.dimension)
         self.llm = TimedLLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
         self.retire_pairs = retire_pairs
+        # Session ids must be new in every run: a re-measurement on a database an earlier run wrote to
+        # would otherwise find its sessions already written and time an idempotent no-op.
+        self.run_id = secrets.token_hex(4)
         self._counter = 0
 
     @staticmethod
@@ -234,15 +238,23 @@ def measure_point(harness: Harness, result: PointResult, store: Store, index_sto
     for i in range(1 + counts.writes):  # the first write warms up (and runs the client's capability probes)
         user = group[i % len(group)]
         messages = harness.conversation(user, store)
-        session = f"perf-w{harness.next_tag('s').strip('[]')}"
+        session = f"perf-w{harness.run_id}-{harness.next_tag('s').strip('[]')}"
         timed.reset()
         write_s, report = subtract(partial(memories[user.user_id].write, messages, date=datetime.now(UTC).date(),
                                            session=session))
+        # The first answer after a write reads the changed history again (the cache is per memory state):
+        # premise lookup first, then context(), in the order Memory.ask() runs them.
+        question, _ = harness.query(user, harness.user_topic(truths[user.user_id], FactStatus.RETIRED), "p")
+        premise_after_s, _ = subtract(partial(memories[user.user_id].premise_notes, question))
+        context_after_s, _ = _clock(memories[user.user_id].context)
         if i == 0:
             continue
+        if report.already_written:
+            raise RuntimeError(f"session {session} was already written: the write timed nothing")
+        result.seconds["answer/after write"].append(premise_after_s + context_after_s)
         result.seconds["write"].append(write_s)
         result.seconds["write/apply"].append(timed.total("apply"))
-        result.seconds["write/candidate reads"].append(timed.total("facts_on_topic", "similar_facts"))
+        result.seconds["write/candidate reads"].append(timed.total("conflict_candidates"))
         result.counters["write: facts added"] += len(report.added)
         result.counters["write: facts retired"] += len(report.retired)
         result.counters["write: moments expired"] += len(report.expired)

@@ -20,7 +20,7 @@ from bench.perf.runner import RunResult
 OPERATIONS: dict[str, str] = {
     "write": "write(): graph side, LLM and embedder excluded (10 new facts)",
     "write/apply": "... of which Store.apply (one transaction)",
-    "write/candidate reads": "... of which candidate reads (facts_on_topic + similar_facts)",
+    "write/candidate reads": "... of which candidate reads (conflict_candidates, all new facts at once)",
     "candidates/exact": f"candidate search for one new fact (find_candidates, k={CANDIDATE_K}), exact scan",
     "candidates/index": "... the same through the vector index (exact_scan_max_facts=0)",
     "similar/exact": f"similar_facts k={RECALL_K}, exact scan",
@@ -29,6 +29,7 @@ OPERATIONS: dict[str, str] = {
     "premise/exact": "premise_notes() candidate lookup, LLM excluded",
     "premise/index": "... the same through the vector index",
     "answer": "context() + premise lookup: answer-time overhead",
+    "answer/after write": "... the first answer after a write (the user's history is read again)",
     "find": "find(k=5), embedder excluded",
     "forget_about": f"forget_about(threshold={FORGET_THRESHOLD}), embedder excluded",
 }

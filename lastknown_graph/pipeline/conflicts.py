@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from lastknown_graph.llm import LLM, UsageMeter
-from lastknown_graph.models import Fact, FactKind
+from lastknown_graph.models import CandidateProbe, Fact, FactKind, ProbeCandidates
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
 from lastknown_graph.prompts.still_true import still_true_messages
@@ -55,15 +55,27 @@ class PairDecision:
     reason: str
 
 
+def candidate_probe(
+    topic: str, embedding: list[float], settings: ConflictSettings, k: int | None = None
+) -> CandidateProbe:
+    """What to read for one new fact; ``k`` is its domain's budget, unless the settings fix one."""
+    nearest = settings.candidate_k or k or candidate_budget(UNKNOWN_DOMAIN_VOLATILITY)
+    return CandidateProbe(topic=topic, embedding=tuple(embedding), k=nearest, topic_limit=settings.max_topic_candidates)
+
+
 def find_candidates(
     store: Store, user_id: str, topic: str, embedding: list[float], settings: ConflictSettings,
     k: int | None = None,
 ) -> list[Candidate]:
-    nearest = settings.candidate_k or k or candidate_budget(UNKNOWN_DOMAIN_VOLATILITY)
-    by_id: dict[str, Candidate] = {
-        f.id: Candidate(f, None) for f in store.facts_on_topic(user_id, topic)[: settings.max_topic_candidates]
-    }
-    for rank, scored in enumerate(store.similar_facts(user_id, embedding, nearest)):
+    """Candidates for one new fact (planning a write reads those of all its facts at once)."""
+    [found] = store.conflict_candidates(user_id, [candidate_probe(topic, embedding, settings, k)])
+    return select_candidates(found, topic, settings)
+
+
+def select_candidates(found: ProbeCandidates, topic: str, settings: ConflictSettings) -> list[Candidate]:
+    """The facts on the topic, the nearest few, and further neighbours close enough to matter."""
+    by_id: dict[str, Candidate] = {f.id: Candidate(f, None) for f in found.on_topic}
+    for rank, scored in enumerate(found.nearest):
         if (
             rank < settings.always_check_nearest
             or scored.similarity >= settings.min_candidate_similarity

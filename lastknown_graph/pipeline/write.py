@@ -33,11 +33,12 @@ from lastknown_graph.models import (
 from lastknown_graph.pipeline.conflicts import (
     ConflictSettings,
     PairDecision,
-    find_candidates,
+    candidate_probe,
     is_near_repetition,
     is_repetition,
     judge_pair,
     moment_expires,
+    select_candidates,
 )
 from lastknown_graph.pipeline.grounding import likely_sources, ungrounded_terms
 from lastknown_graph.pipeline.text_checks import normalised
@@ -215,7 +216,15 @@ def plan_write(
         counts[1] += decision.stage == "stage2"
         return decision
 
-    for (fact, evidence), embedding in zip(usable, embeddings, strict=True):
+    # The candidates of every new fact in one read: they depend on the stored state only, not on
+    # what this write decides for the facts before it.
+    probes = [
+        candidate_probe(fact.topic, embedding, settings, k=candidate_budget(priors.of(priors.known(fact.domain))))
+        for (fact, _), embedding in zip(usable, embeddings, strict=True)
+    ]
+    found_per_fact = store.conflict_candidates(user_id, probes) if probes else []
+
+    for (fact, evidence), embedding, found_for_fact in zip(usable, embeddings, found_per_fact, strict=True):
         kind = FactKind(fact.kind)
         domain = priors.known(fact.domain)
         decided: dict[str, PairDecision] = {}
@@ -225,8 +234,7 @@ def plan_write(
 
         source_ids = tuple(messages[i].id for i in evidence)
         # A conversation dated before a fact was stated cannot make that fact stop being true.
-        found = find_candidates(store, user_id, fact.topic, embedding, settings,
-                                k=candidate_budget(priors.of(domain)))
+        found = select_candidates(found_for_fact, fact.topic, settings)
         candidates = [c for c in found if c.fact.id not in touched and c.fact.valid_from <= day]
         # ... but a fact stated after it may have made this conversation's fact untrue already
         # (conversations written out of date order: imports, parallel writers).

@@ -16,6 +16,7 @@ import json
 import os
 import tempfile
 import threading
+import uuid
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, date, datetime
@@ -35,6 +36,7 @@ from lastknown_graph.errors import (
     UserExistsError,
 )
 from lastknown_graph.models import (
+    CandidateProbe,
     DeletionReport,
     ExportedConfirmation,
     ExportedFact,
@@ -44,6 +46,7 @@ from lastknown_graph.models import (
     Fact,
     FactStatus,
     HistoryEntry,
+    ProbeCandidates,
     ReplacementLink,
     ScoredFact,
     SessionWrite,
@@ -52,6 +55,7 @@ from lastknown_graph.models import (
     UserExport,
     WriteOutcome,
 )
+from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
     REDACTED_REASON,
@@ -107,6 +111,20 @@ def _revision(graph: nx.MultiDiGraph, user_id: str) -> int:
     return int(node.get("revision", 0)) if node is not None else 0
 
 
+def _memory_token(graph: nx.MultiDiGraph, user_id: str) -> str | None:
+    """Epoch and revision of the user's memory (see history_cache); None for no user."""
+    node = graph.nodes.get(_user_key(user_id))
+    if node is None:
+        return None
+    # Files written before epochs existed: the cache is emptied on every reload, so within one
+    # loaded graph the revision alone tells states apart, and deleting a user drops its entry.
+    return f"{node.get('epoch', '')}:{int(node.get('revision', 0))}"
+
+
+def _new_user_node(graph: nx.MultiDiGraph, user_id: str) -> None:
+    graph.add_node(_user_key(user_id), label="User", id=user_id, epoch=uuid.uuid4().hex)
+
+
 def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: list[str]) -> None:
     """New fact and message nodes must not reuse an id held by any user."""
     for fact_id in fact_ids:
@@ -154,11 +172,12 @@ def _decode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
 class EmbeddedStore:
     """The store contract without a server. ``path=None`` keeps everything in memory only."""
 
-    def __init__(self, path: str | Path | None) -> None:
+    def __init__(self, path: str | Path | None, *, cached_users: int = DEFAULT_CACHED_USERS) -> None:
         self._path = Path(path) if path is not None else None
         self._graph: nx.MultiDiGraph = nx.MultiDiGraph()
         self._dimension: int | None = None
         self._turns = UserTurns()
+        self._histories = HistoryCache(cached_users)
         self._loaded_signature: tuple[int, int, int] | None = None
         self._thread_lock = threading.RLock()
         if self._path is not None:
@@ -204,6 +223,7 @@ class EmbeddedStore:
         else:
             self._graph, self._dimension = self._read_file()
         self._loaded_signature = signature
+        self._histories.clear()
 
     def _read_file(self) -> tuple[nx.MultiDiGraph, int | None]:
         assert self._path is not None
@@ -332,7 +352,7 @@ class EmbeddedStore:
 
             user_key = _user_key(user_id)
             if user_key not in graph:
-                graph.add_node(user_key, label="User", id=user_id)
+                _new_user_node(graph, user_id)
             graph.nodes[user_key]["revision"] = revision + 1
             graph.add_node(session_key, label="Session", id=session.id, user_id=user_id, date=session.date,
                            **checks_to_props(session.checks))
@@ -396,8 +416,11 @@ class EmbeddedStore:
     def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
         check_identifier(user_id)
         wanted = {check_identifier(f) for f in fact_ids}
+        self._histories.drop(user_id)
         with self._writing() as graph:
             keys = [k for k in self._user_fact_keys(graph, user_id) if graph.nodes[k]["id"] in wanted]
+            if keys:
+                graph.nodes[_user_key(user_id)]["revision"] = _revision(graph, user_id) + 1
             redacted: set[str] = set()
             sessions: set[str] = set()
             for key in keys:
@@ -418,6 +441,7 @@ class EmbeddedStore:
 
     def delete_user(self, user_id: str) -> bool:
         check_identifier(user_id)
+        self._histories.drop(user_id)
         with self._writing() as graph:
             user_key = _user_key(user_id)
             if user_key not in graph:
@@ -439,7 +463,7 @@ class EmbeddedStore:
             if user_key in graph:
                 raise UserExistsError(f"user {user_id!r} already has memory in this store")
             _refuse_used_ids(graph, [f.id for f in export.facts], [m.id for m in export.messages])
-            graph.add_node(user_key, label="User", id=user_id)
+            _new_user_node(graph, user_id)
             for session in export.sessions:
                 key = _session_key(user_id, session.id)
                 graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date,
@@ -521,7 +545,7 @@ class EmbeddedStore:
             return _revision(self._graph, user_id)
 
     def current_facts(self, user_id: str) -> list[Fact]:
-        return most_recent_first(self._facts_where(user_id, CURRENT_ONLY))
+        return most_recent_first(e.fact for e in self.history(user_id) if e.fact.status is FactStatus.CURRENT)
 
     def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
         check_identifier(user_id)
@@ -560,10 +584,44 @@ class EmbeddedStore:
             scored = [ScoredFact(fact=self._fact(graph, keys[i]), similarity=float(similarities[i])) for i in top]
         return best_first(scored, k)
 
+    def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
+        check_identifier(user_id)
+        with self._locked(exclusive=False):
+            queries = [np.asarray(check_query_embedding(probe.embedding, self._dimension), dtype=np.float32)
+                       for probe in probes]
+            graph = self._graph
+            keys = [k for k in self._user_fact_keys(graph, user_id) if graph.nodes[k]["status"] == FactStatus.CURRENT]
+            if not keys:
+                return [ProbeCandidates() for _ in probes]
+            matrix = np.stack([graph.nodes[key]["embedding"] for key in keys])
+            row_norms = np.linalg.norm(matrix, axis=1)
+            built: dict[str, Fact] = {}
+
+            def fact(key: str) -> Fact:
+                if key not in built:
+                    built[key] = self._fact(graph, key)
+                return built[key]
+
+            found = []
+            for probe, query in zip(probes, queries, strict=True):
+                # The same arithmetic as similar_facts, so both give the same neighbours and scores.
+                norms = row_norms * float(np.linalg.norm(query))
+                similarities = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+                top = np.argsort(-similarities)[: probe.k * 2]
+                nearest = best_first(
+                    [ScoredFact(fact=fact(keys[i]), similarity=float(similarities[i])) for i in top], probe.k)
+                on_topic = most_recent_first(fact(k) for k in keys if graph.nodes[k]["topic"] == probe.topic)
+                found.append(ProbeCandidates(on_topic=tuple(on_topic[: probe.topic_limit]), nearest=tuple(nearest)))
+        return found
+
     def history(self, user_id: str) -> list[HistoryEntry]:
         check_identifier(user_id)
         with self._locked(exclusive=False):
             graph = self._graph
+            token = _memory_token(graph, user_id)
+            cached = None if token is None else self._histories.get(user_id, token)
+            if cached is not None:
+                return cached
             entries = []
             for key in self._user_fact_keys(graph, user_id):
                 links = sorted(
@@ -587,7 +645,10 @@ class EmbeddedStore:
                     replaced_by=tuple(link for link in links if link.relation != "contradicts"),
                     evidence_against=tuple(link for link in links if link.relation == "contradicts"),
                 ))
-        return oldest_first(entries)
+            history = oldest_first(entries)
+            if token is not None:
+                self._histories.put(user_id, token, history)
+        return history
 
     def state_as_of(self, user_id: str, day: date) -> list[Fact]:
         facts = self._facts_where(user_id, frozenset(FactStatus))

@@ -28,6 +28,7 @@ from lastknown_graph.errors import (
     UserExistsError,
 )
 from lastknown_graph.models import (
+    CandidateProbe,
     DeletionReport,
     ExportedConfirmation,
     ExportedFact,
@@ -37,12 +38,14 @@ from lastknown_graph.models import (
     Fact,
     FactStatus,
     HistoryEntry,
+    ProbeCandidates,
     ScoredFact,
     SessionWrite,
     TimelineEvent,
     UserExport,
     WriteOutcome,
 )
+from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
     REDACTED_REASON,
@@ -52,6 +55,7 @@ from lastknown_graph.store.records import (
     checks_to_props,
     fact_from_map,
     in_timeline_order,
+    most_recent_first,
     oldest_first,
     replacement_from_map,
     to_day,
@@ -68,8 +72,14 @@ EXACT_SCAN_MAX_FACTS = 20_000
 # The vector index is global: its top hits may belong to other users, so ask for more than k.
 INDEX_OVERSAMPLING = 20
 INDEX_MAX_CANDIDATES = 20_000
+# Neo4j reads are read-committed: a read may see part of a commit while it is being applied (new facts
+# not yet in an index, a status already changed). Such a read is harmless once, but must not be kept, so a
+# history is cached only when the user's last change is older than any commit takes to apply.
+CACHE_SETTLE_MS = 1000
 
 T = TypeVar("T")
+# What conflict_candidates picks for one probe: (fact id, score) of the nearest, ids of the most recent on topic.
+ProbePicks = tuple[list[tuple[str, float]], list[str]]
 
 
 def _cosine_from_neo4j_score(score: float) -> float:
@@ -89,6 +99,8 @@ class Neo4jStore:
         *,
         exact_scan_max_facts: int = EXACT_SCAN_MAX_FACTS,
         retry_seconds: float = 15.0,
+        cached_users: int = DEFAULT_CACHED_USERS,
+        cache_settle_ms: int = CACHE_SETTLE_MS,
         library: CypherLibrary | None = None,
         driver: neo4j.Driver | None = None,
     ) -> None:
@@ -100,6 +112,8 @@ class Neo4jStore:
         self._exact_scan_max_facts = exact_scan_max_facts
         self._dimension: int | None = None
         self._turns = UserTurns()
+        self._histories = HistoryCache(cached_users)
+        self._cache_settle_ms = cache_settle_ms
         try:
             # Server notifications (e.g. "label does not exist yet" on a fresh database) are not errors.
             self._driver = driver or GraphDatabase.driver(
@@ -261,9 +275,15 @@ class Neo4jStore:
         def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
             if not self._run(tx, "lock_user", user_id=user_id):
                 return []
-            return self._run(tx, "delete_facts", user_id=user_id, fact_ids=ids, redacted_reason=REDACTED_REASON)
+            rows = self._run(tx, "delete_facts", user_id=user_id, fact_ids=ids, redacted_reason=REDACTED_REASON)
+            if rows and rows[0]["deleted"]:
+                self._run(tx, "bump_user_revision", user_id=user_id)
+            return rows
 
-        rows = self._write("delete facts", work)
+        try:
+            rows = self._write("delete facts", work)
+        finally:
+            self._histories.drop(user_id)
         if not rows:
             return DeletionReport(deleted_fact_ids=(), redacted_message_ids=())
         return DeletionReport(
@@ -278,7 +298,10 @@ class Neo4jStore:
                 return False
             return bool(self._run(tx, "delete_user", user_id=user_id))
 
-        return self._write("delete a user", work)
+        try:
+            return self._write("delete a user", work)
+        finally:
+            self._histories.drop(user_id)
 
     def import_user(self, export: UserExport) -> None:
         dimensions = {len(f.embedding) for f in export.facts}
@@ -329,9 +352,8 @@ class Neo4jStore:
         return int(self._query("user_revision", user_id=check_identifier(user_id))[0]["revision"])
 
     def current_facts(self, user_id: str) -> list[Fact]:
-        return self._facts(
-            self._query("facts_by_status", user_id=check_identifier(user_id), statuses=[str(FactStatus.CURRENT)])
-        )
+        # From the (usually cached) history: one tiny read instead of every current fact's record.
+        return most_recent_first(e.fact for e in self.history(user_id) if e.fact.status is FactStatus.CURRENT)
 
     def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
         ids = sorted({check_identifier(f) for f in fact_ids})
@@ -355,21 +377,10 @@ class Neo4jStore:
         check_k(k)
         vector = check_query_embedding(embedding, self.embedding_dimension())
         status_list = sorted(map(str, statuses))
-        params: dict[str, Any] = {"user_id": user_id, "statuses": status_list, "embedding": vector, "k": k}
 
         def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
             available = self._run(tx, "count_facts", user_id=user_id, statuses=status_list)[0]["facts"]
-            wanted = min(k, available)
-            if wanted == 0:
-                return []
-            if available > self._exact_scan_max_facts:
-                candidates = max(k * INDEX_OVERSAMPLING, 100)
-                while candidates <= INDEX_MAX_CANDIDATES:
-                    rows = self._run(tx, "similar_facts_index", **params, candidates=candidates)
-                    if len(rows) >= wanted:
-                        return rows
-                    candidates *= 4
-            return self._run(tx, "similar_facts_exact", **params)
+            return self._similar_rows(tx, user_id, status_list, vector, k, available)
 
         rows = self._read("search similar facts", work)
         return [
@@ -377,8 +388,85 @@ class Neo4jStore:
             for row in rows
         ]
 
+    def _similar_rows(self, tx: ManagedTransaction, user_id: str, statuses: list[str], vector: list[float], k: int,
+                      available: int) -> list[dict[str, Any]]:
+        wanted = min(k, available)
+        if wanted == 0:
+            return []
+        params: dict[str, Any] = {"user_id": user_id, "statuses": statuses, "embedding": vector, "k": k}
+        if available > self._exact_scan_max_facts:
+            candidates = max(k * INDEX_OVERSAMPLING, 100)
+            while candidates <= INDEX_MAX_CANDIDATES:
+                rows = self._run(tx, "similar_facts_index", **params, candidates=candidates)
+                if len(rows) >= wanted:
+                    return rows
+                candidates *= 4
+        return self._run(tx, "similar_facts_exact", **params)
+
+    def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
+        check_identifier(user_id)
+        dimension = self.embedding_dimension()
+        vectors = [check_query_embedding(probe.embedding, dimension) for probe in probes]
+        if not probes:
+            return []
+        current = [str(FactStatus.CURRENT)]
+
+        def work(tx: ManagedTransaction) -> tuple[list[ProbePicks], list[dict[str, Any]]]:
+            available = self._run(tx, "count_facts", user_id=user_id, statuses=current)[0]["facts"]
+            if available == 0:
+                return [([], []) for _ in probes], []
+            picks: list[ProbePicks] = []
+            if available <= self._exact_scan_max_facts:
+                rows = self._run(tx, "conflict_candidates", user_id=user_id, probes=[
+                    {"topic": probe.topic, "embedding": vector, "k": probe.k, "topic_limit": probe.topic_limit}
+                    for probe, vector in zip(probes, vectors, strict=True)
+                ])
+                picks = [([(hit["id"], hit["score"]) for hit in row["nearest"]], list(row["on_topic"]))
+                         for row in rows]
+            else:  # a user too big for the exact scan: the index path, probe by probe
+                for probe, vector in zip(probes, vectors, strict=True):
+                    nearest = self._similar_rows(tx, user_id, current, vector, probe.k, available)
+                    on_topic = self._run(tx, "facts_on_topic", user_id=user_id, topic=probe.topic, statuses=current)
+                    picks.append(([(row["fact"]["id"], row["score"]) for row in nearest],
+                                  [row["fact"]["id"] for row in on_topic[: probe.topic_limit]]))
+            wanted = sorted({fact_id for nearest, on_topic in picks
+                             for fact_id in [*on_topic, *(fact_id for fact_id, _ in nearest)]})
+            return picks, self._run(tx, "facts_by_id", user_id=user_id, fact_ids=wanted)
+
+        picks, rows = self._read("find conflict candidates", work)
+        facts = {fact.id: fact for fact in self._facts(rows)}
+        return [
+            ProbeCandidates(
+                on_topic=tuple(facts[fact_id] for fact_id in on_topic),
+                nearest=tuple(ScoredFact(fact=facts[fact_id], similarity=_cosine_from_neo4j_score(score))
+                              for fact_id, score in nearest),
+            )
+            for nearest, on_topic in picks
+        ]
+
     def history(self, user_id: str) -> list[HistoryEntry]:
-        rows = self._query("history", user_id=check_identifier(user_id))
+        check_identifier(user_id)
+
+        def work(tx: ManagedTransaction) -> tuple[str | None, list[HistoryEntry] | None, list[dict[str, Any]]]:
+            # The token first: rows read after it are never older than it, so caching them under it
+            # can cost a needless re-read later but never serve an outdated history.
+            [row] = self._run(tx, "user_revision", user_id=user_id)
+            settled = row["settled_ms"] >= self._cache_settle_ms
+            token = None if row["epoch"] is None or not settled else f"{row['epoch']}:{row['revision']}"
+            cached = None if token is None else self._histories.get(user_id, token)
+            if cached is not None:
+                return token, cached, []
+            return token, None, self._run(tx, "history", user_id=user_id)
+
+        token, cached, rows = self._read("read a user's history", work)
+        if cached is not None:
+            return cached
+        entries = self._history_entries(rows)
+        if token is not None:
+            self._histories.put(user_id, token, entries)
+        return entries
+
+    def _history_entries(self, rows: list[dict[str, Any]]) -> list[HistoryEntry]:
         return oldest_first(
             HistoryEntry(
                 fact=self._fact(row),

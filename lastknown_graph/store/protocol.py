@@ -13,10 +13,12 @@ from datetime import date
 from typing import Protocol, runtime_checkable
 
 from lastknown_graph.models import (
+    CandidateProbe,
     DeletionReport,
     Fact,
     FactStatus,
     HistoryEntry,
+    ProbeCandidates,
     ScoredFact,
     SessionWrite,
     TimelineEvent,
@@ -84,8 +86,18 @@ class Store(Protocol):
         however many other users crowd the vector neighbourhood.
         """
 
+    def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
+        """For each probe, in order: the user's current facts nearest its embedding (what ``similar_facts``
+        gives with ``k=probe.k``) and the most recent on its topic (the first ``probe.topic_limit`` of
+        ``facts_on_topic``). What planning a write reads, for all its new facts at once.
+        """
+
     def history(self, user_id: str) -> list[HistoryEntry]:
-        """Every fact (current, retired, expired), oldest first, with what replaced it."""
+        """Every fact (current, retired, expired), oldest first, with what replaced it.
+
+        Stores keep recent users' histories in memory while the user's memory is unchanged
+        (``store.history_cache``); a change from any process is seen by the next read.
+        """
 
     def state_as_of(self, user_id: str, day: date) -> list[Fact]:
         """Facts that were true on ``day``: valid_from <= day < valid_to (open end for current)."""
