@@ -6,6 +6,7 @@ and created again is never served its old history; forgotten text does not come 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -114,14 +115,23 @@ class CountingLibrary(CypherLibrary):
         return super().get(name)
 
 
-def test_an_unchanged_history_is_read_from_neo4j_once(neo4j_uri: str) -> None:
+@contextmanager
+def counted_neo4j_user(neo4j_uri: str, **settings: int) -> Iterator[tuple[Neo4jStore, CountingLibrary, str]]:
+    """A Neo4j store that counts the queries it runs, and a user it wrote one session for."""
     library = CountingLibrary()
-    store = Neo4jStore(neo4j_uri, library=library, cache_settle_ms=0)
+    store = Neo4jStore(neo4j_uri, library=library, **settings)  # type: ignore[arg-type]
     try:
         store.ensure_schema(DIMENSION)
         user = new_user()
         write_session(store, user, "s1", date(2024, 1, 1), ("Lives in Lyon", 1), ("Likes tea", 2))
         library.used.clear()
+        yield store, library, user
+    finally:
+        store.close()
+
+
+def test_an_unchanged_history_is_read_from_neo4j_once(neo4j_uri: str) -> None:
+    with counted_neo4j_user(neo4j_uri, cache_settle_ms=0) as (store, library, user):
         first = store.history(user)
         assert store.history(user) == first
         assert {f.id for f in store.current_facts(user)} == {
@@ -131,23 +141,21 @@ def test_an_unchanged_history_is_read_from_neo4j_once(neo4j_uri: str) -> None:
         write_session(store, user, "s2", date(2024, 2, 1), ("Plays the cello", 3))
         store.history(user)
         assert library.used.count("history") == 2
-    finally:
-        store.close()
 
 
 def test_a_store_with_no_cache_reads_every_time(neo4j_uri: str) -> None:
-    library = CountingLibrary()
-    store = Neo4jStore(neo4j_uri, library=library, cached_users=0)
-    try:
-        store.ensure_schema(DIMENSION)
-        user = new_user()
-        write_session(store, user, "s1", date(2024, 1, 1), ("Lives in Lyon", 1))
-        library.used.clear()
+    with counted_neo4j_user(neo4j_uri, cached_users=0, cache_settle_ms=0) as (store, library, user):
         store.history(user)
         store.history(user)
         assert library.used.count("history") == 2
-    finally:
-        store.close()
+
+
+def test_a_history_read_right_after_a_change_is_not_kept(neo4j_uri: str) -> None:
+    """A read so close to a commit that it may have seen the commit half applied is served, never cached."""
+    with counted_neo4j_user(neo4j_uri, cache_settle_ms=60_000) as (store, library, user):
+        assert texts(store, user) == {"Lives in Lyon", "Likes tea"}
+        assert texts(store, user) == {"Lives in Lyon", "Likes tea"}
+        assert library.used.count("history") == 2
 
 
 def test_the_cache_keeps_the_most_recently_used_users_and_checks_the_token() -> None:
@@ -168,18 +176,3 @@ def test_a_bad_cache_size_is_refused(bad: object) -> None:
     with pytest.raises(ValueError, match="max_users"):
         HistoryCache(max_users=bad)  # type: ignore[arg-type]
 
-
-def test_a_history_read_right_after_a_change_is_not_kept(neo4j_uri: str) -> None:
-    """A read so close to a commit that it may have seen the commit half applied is served, never cached."""
-    library = CountingLibrary()
-    store = Neo4jStore(neo4j_uri, library=library, cache_settle_ms=60_000)
-    try:
-        store.ensure_schema(DIMENSION)
-        user = new_user()
-        write_session(store, user, "s1", date(2024, 1, 1), ("Lives in Lyon", 1))
-        library.used.clear()
-        assert texts(store, user) == {"Lives in Lyon"}
-        assert texts(store, user) == {"Lives in Lyon"}
-        assert library.used.count("history") == 2
-    finally:
-        store.close()
