@@ -194,8 +194,10 @@ class Memory:
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
                                        or max_tokens < MIN_CONTEXT_TOKENS):
             raise InvalidInputError(f"max_tokens must be an integer >= {MIN_CONTEXT_TOKENS}, got {max_tokens!r}")
-        # One read: the current state is part of the history (and the store caches both at once).
-        history = self.store.history(self.user)
+        return self._render_context(self.store.history(self.user), max_tokens)
+
+    def _render_context(self, history: list[HistoryEntry], max_tokens: int | None) -> str:
+        # The current state is part of the history: one read serves both.
         current = most_recent_first(e.fact for e in history if e.fact.status is FactStatus.CURRENT)
         today = latest_day(current) or datetime.now(UTC).date()
         return render_context(current, history, max_tokens=max_tokens, priors=self.priors, today=today)
@@ -204,18 +206,21 @@ class Memory:
         """Notes for each retired fact the message seems to assume (empty when it assumes none)."""
         return self._premise_notes(self._text(message), UsageMeter())
 
-    def _premise_notes(self, message: str, meter: UsageMeter) -> list[str]:
+    def _premise_notes(self, message: str, meter: UsageMeter, history: list[HistoryEntry] | None = None) -> list[str]:
         return premise_notes(
             llm=self.llm, embedder=self.embedder, store=self.store, user_id=self.user, message=message,
-            settings=self.premise_settings, meter=meter,
+            settings=self.premise_settings, meter=meter, history=history,
         )
 
     def ask(self, question: str) -> Answer:
         """Answer with the whole current state, the history, and premise notes in the system prompt."""
         question = self._text(question)
         meter = UsageMeter()
-        notes = self._premise_notes(question, meter)
-        context = self.context()
+        # One snapshot of the history for the premise notes and the context: they cannot disagree, and
+        # right after a write (when the store does not cache yet) the history is read once, not twice.
+        history = self.store.history(self.user)
+        notes = self._premise_notes(question, meter, history)
+        context = self._render_context(history, None)
         text = self.llm.text(answer_messages(context, notes, question), purpose="answer", meter=meter)
         return Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))
 

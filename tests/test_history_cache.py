@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 
 from lastknown_graph.cypher_library import CypherLibrary, Query
+from lastknown_graph.embedders import LocalEmbedder
+from lastknown_graph.llm import LLM
+from lastknown_graph.memory import Memory
 from lastknown_graph.models import FactStatus
+from lastknown_graph.scripted_llm import ScriptedLLMServer
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.history_cache import HistoryCache
 from tests.builders import DIMENSION, SessionBuilder, new_user, vec
@@ -176,3 +180,25 @@ def test_a_bad_cache_size_is_refused(bad: object) -> None:
     with pytest.raises(ValueError, match="max_users"):
         HistoryCache(max_users=bad)  # type: ignore[arg-type]
 
+
+
+def test_ask_reads_the_history_once_for_the_premise_notes_and_the_context(
+    neo4j_uri: str, embedder: LocalEmbedder
+) -> None:
+    """Right after a write nothing is cached yet: ask() must still read the history only once."""
+    from tests.test_memory_pipeline import FEB, SEP, SERVERS, scenario_rules
+
+    library = CountingLibrary()
+    store = Neo4jStore(neo4j_uri, library=library, cache_settle_ms=60_000)
+    try:
+        with ScriptedLLMServer(scenario_rules(), **SERVERS["llamacpp_like"]) as server:
+            llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001, max_retries=1)
+            memory = Memory(llm, embedder, user=new_user(), store=store)
+            memory.write(FEB, date="2024-02-10", session="s-feb")
+            memory.write(SEP, date="2024-09-03", session="s-sep")
+            library.used.clear()
+            answer = memory.ask("Any good hikes near Portland this weekend?")
+        assert library.used.count("history") == 1
+        assert "Portland" in answer.context  # the retired fact is in the context's history part
+    finally:
+        store.close()

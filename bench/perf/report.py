@@ -29,7 +29,7 @@ OPERATIONS: dict[str, str] = {
     "premise/exact": "premise_notes() candidate lookup, LLM excluded",
     "premise/index": "... the same through the vector index",
     "answer": "context() + premise lookup: answer-time overhead",
-    "answer/after write": "... the first answer after a write (the user's history is read again)",
+    "answer/after write": "... the first ask() after a write, LLM and embedder excluded (history read again)",
     "find": "find(k=5), embedder excluded",
     "forget_about": f"forget_about(threshold={FORGET_THRESHOLD}), embedder excluded",
 }

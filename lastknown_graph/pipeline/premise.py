@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM, UsageMeter
-from lastknown_graph.models import FactStatus
+from lastknown_graph.models import FactStatus, HistoryEntry
 from lastknown_graph.prompts.premise import premise_messages
 from lastknown_graph.store import Store
 
@@ -23,14 +24,16 @@ class PremiseSettings:
 
 def premise_notes(
     *, llm: LLM, embedder: Embedder, store: Store, user_id: str, message: str, settings: PremiseSettings,
-    meter: UsageMeter,
+    meter: UsageMeter, history: Sequence[HistoryEntry] | None = None,
 ) -> list[str]:
+    """``history``: the user's history if the caller has read it already (``ask()`` reads it once for both)."""
     [embedding] = embedder.embed([message])
     retired = store.similar_facts(user_id, embedding, settings.candidate_k, frozenset({FactStatus.RETIRED}))
     nearby = [s.fact for s in retired if s.similarity >= settings.min_similarity]
     if not nearby:
         return []
-    replaced_by = {entry.fact.id: entry.replaced_by for entry in store.history(user_id)}
+    entries = history if history is not None else store.history(user_id)
+    replaced_by = {entry.fact.id: entry.replaced_by for entry in entries}
     notes = []
     for fact in nearby:
         probability = llm.yes_probability(premise_messages(message, fact.text), purpose="premise", meter=meter)

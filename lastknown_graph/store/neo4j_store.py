@@ -152,7 +152,10 @@ class Neo4jStore:
 
     def _run(self, tx: ManagedTransaction, name: str, **parameters: Any) -> list[dict[str, Any]]:
         result = tx.run(self._library.get(name).text, parameters)
-        return [record.data() for record in result]
+        # Our queries return plain values (maps, lists, scalars, dates), never nodes or paths, so each
+        # record's values are used as decoded: record.data() would copy every nested map and list once
+        # more, a fifth of the time it takes to read a history.
+        return [dict(record) for record in result]
 
     def _refuse_used_ids(self, tx: ManagedTransaction, fact_ids: list[str], message_ids: list[str]) -> None:
         """New fact and message nodes must not reuse an id held by any user."""
