@@ -17,7 +17,6 @@ from lastknown_graph.llm import LLM, Usage, UsageMeter
 from lastknown_graph.models import (
     DomainTelemetry,
     Fact,
-    FactStatus,
     HistoryEntry,
     ScoredFact,
     TimelineEvent,
@@ -32,7 +31,7 @@ from lastknown_graph.pipeline.write import PlanningMemo, plan_write
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.reports import Answer, ForgetReport, UsageCounts, UsageReport, WriteReport
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
-from lastknown_graph.store.records import most_recent_first
+from lastknown_graph.store.records import current_of
 from lastknown_graph.validation import check_identifier, check_text, parse_day
 from lastknown_graph.volatility import VolatilityPriors
 
@@ -198,7 +197,7 @@ class Memory:
 
     def _render_context(self, history: list[HistoryEntry], max_tokens: int | None) -> str:
         # The current state is part of the history: one read serves both.
-        current = most_recent_first(e.fact for e in history if e.fact.status is FactStatus.CURRENT)
+        current = current_of(history)
         today = latest_day(current) or datetime.now(UTC).date()
         return render_context(current, history, max_tokens=max_tokens, priors=self.priors, today=today)
 

@@ -17,7 +17,7 @@ import os
 import tempfile
 import threading
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -64,6 +64,7 @@ from lastknown_graph.store.records import (
     check_query_embedding,
     checks_from_props,
     checks_to_props,
+    current_of,
     fact_from_map,
     in_timeline_order,
     most_recent_first,
@@ -119,6 +120,18 @@ def _memory_token(graph: nx.MultiDiGraph, user_id: str) -> str | None:
     # Files written before epochs existed: the cache is emptied on every reload, so within one
     # loaded graph the revision alone tells states apart, and deleting a user drops its entry.
     return f"{node.get('epoch', '')}:{int(node.get('revision', 0))}"
+
+
+def _nearest(keys: list[str], matrix: npt.NDArray[np.float32], row_norms: npt.NDArray[np.float32],
+             query: npt.NDArray[np.float32], k: int, fact: Callable[[str], Fact]) -> list[ScoredFact]:
+    """The ``k`` facts (rows of ``matrix``, one per key) most cosine-similar to ``query``, best first.
+
+    similar_facts and conflict_candidates both rank with it, so they give the same neighbours and scores.
+    """
+    norms = row_norms * float(np.linalg.norm(query))
+    similarities = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+    top = np.argsort(-similarities)[: k * 2]
+    return best_first([ScoredFact(fact=fact(keys[i]), similarity=float(similarities[i])) for i in top], k)
 
 
 def _new_user_node(graph: nx.MultiDiGraph, user_id: str) -> None:
@@ -545,7 +558,7 @@ class EmbeddedStore:
             return _revision(self._graph, user_id)
 
     def current_facts(self, user_id: str) -> list[Fact]:
-        return most_recent_first(e.fact for e in self.history(user_id) if e.fact.status is FactStatus.CURRENT)
+        return current_of(self.history(user_id))
 
     def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
         check_identifier(user_id)
@@ -578,11 +591,8 @@ class EmbeddedStore:
             if not keys:
                 return []
             matrix = np.stack([graph.nodes[key]["embedding"] for key in keys])
-            norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
-            similarities = (matrix @ query) / np.where(norms == 0, 1.0, norms)
-            top = np.argsort(-similarities)[: k * 2]
-            scored = [ScoredFact(fact=self._fact(graph, keys[i]), similarity=float(similarities[i])) for i in top]
-        return best_first(scored, k)
+            return _nearest(keys, matrix, np.linalg.norm(matrix, axis=1), query, k,
+                            lambda key: self._fact(graph, key))
 
     def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
         check_identifier(user_id)
@@ -604,12 +614,7 @@ class EmbeddedStore:
 
             found = []
             for probe, query in zip(probes, queries, strict=True):
-                # The same arithmetic as similar_facts, so both give the same neighbours and scores.
-                norms = row_norms * float(np.linalg.norm(query))
-                similarities = (matrix @ query) / np.where(norms == 0, 1.0, norms)
-                top = np.argsort(-similarities)[: probe.k * 2]
-                nearest = best_first(
-                    [ScoredFact(fact=fact(keys[i]), similarity=float(similarities[i])) for i in top], probe.k)
+                nearest = _nearest(keys, matrix, row_norms, query, probe.k, fact)
                 on_topic = most_recent_first(fact(k) for k in keys if graph.nodes[k]["topic"] == probe.topic)
                 found.append(ProbeCandidates(on_topic=tuple(on_topic[: probe.topic_limit]), nearest=tuple(nearest)))
         return found

@@ -53,9 +53,9 @@ from lastknown_graph.store.records import (
     check_query_embedding,
     checks_from_props,
     checks_to_props,
+    current_of,
     fact_from_map,
     in_timeline_order,
-    most_recent_first,
     oldest_first,
     replacement_from_map,
     to_day,
@@ -356,7 +356,7 @@ class Neo4jStore:
 
     def current_facts(self, user_id: str) -> list[Fact]:
         # From the (usually cached) history: one tiny read instead of every current fact's record.
-        return most_recent_first(e.fact for e in self.history(user_id) if e.fact.status is FactStatus.CURRENT)
+        return current_of(self.history(user_id))
 
     def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
         ids = sorted({check_identifier(f) for f in fact_ids})

@@ -14,6 +14,7 @@ from typing import Any
 from lastknown_graph.models import (
     CheckCount,
     Fact,
+    FactStatus,
     HistoryEntry,
     ReplacementLink,
     ScoredFact,
@@ -95,6 +96,11 @@ def replacement_from_map(props: Mapping[str, Any]) -> ReplacementLink:
 
 def most_recent_first(facts: Iterable[Fact]) -> list[Fact]:
     return sorted(facts, key=lambda f: (f.valid_from, f.recorded_at, f.id), reverse=True)
+
+
+def current_of(history: Iterable[HistoryEntry]) -> list[Fact]:
+    """The current state, most recent first, out of a history (it holds every fact with its status)."""
+    return most_recent_first(e.fact for e in history if e.fact.status is FactStatus.CURRENT)
 
 
 def oldest_first(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
