@@ -24,14 +24,11 @@ from bench._report import write_generated
 from bench.soak.ledger import AckedWrite, Ledger
 from bench.soak.report import generated_markdown, percentile
 from bench.soak.run import soak
-from bench.soak.script import TOPICS, Conversation, conversation, scripted_rules
+from bench.soak.script import TOPICS, Conversation, conversation
 from bench.soak.verify import Verification, verify
-from bench.soak.workload import EMBEDDING_DIMENSION, SoakSettings
-from lastknown_graph.embedders import APIEmbedder
-from lastknown_graph.llm import LLM
+from bench.soak.workload import EMBEDDING_DIMENSION, SoakSettings, scripted_clients
 from lastknown_graph.memory import Memory
 from lastknown_graph.models import FactStatus, SessionWrite, WriteOutcome
-from lastknown_graph.scripted_llm import ScriptedLLMServer
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from tests.builders import SessionBuilder, new_user, vec
 
@@ -171,11 +168,7 @@ def gated_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gate
 
 
 def _write_at_once(store: Store, user: str, conversations: list[Conversation]) -> None:
-    with ScriptedLLMServer(scripted_rules(conversations), supports_json_schema=False,
-                           embedding_dimension=EMBEDDING_DIMENSION) as server:
-        llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
-        embedder = APIEmbedder(base_url=server.base_url, model="scripted-embeddings", api_key="x",
-                               dimension=EMBEDDING_DIMENSION)
+    with scripted_clients(conversations, backoff_s=0.001) as (_, llm, embedder):
         memory = Memory(llm, embedder, user=user, store=store)
         errors: list[BaseException] = []
 
@@ -272,11 +265,7 @@ def test_a_write_is_not_starved_by_writes_for_the_same_user_from_the_same_proces
         store = RivalledEmbeddedStore(tmp_path / "memory.json")
     else:
         store = RivalledNeo4jStore(request.getfixturevalue("neo4j_uri"))
-    with ScriptedLLMServer(scripted_rules(moves), supports_json_schema=False,
-                           embedding_dimension=EMBEDDING_DIMENSION) as server:
-        llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
-        embedder = APIEmbedder(base_url=server.base_url, model="scripted-embeddings", api_key="x",
-                               dimension=EMBEDDING_DIMENSION)
+    with scripted_clients(moves, backoff_s=0.001) as (_, llm, embedder):
         memory = Memory(llm, embedder, user=user, store=store)
         count = iter(range(1, 1000))
 

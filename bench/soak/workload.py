@@ -13,7 +13,8 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import TypeVar
@@ -132,6 +133,18 @@ def _reader(
             ledger.fail(operation, user, None, exc)
 
 
+@contextmanager
+def scripted_clients(
+    conversations: Sequence[Conversation], backoff_s: float
+) -> Iterator[tuple[ScriptedLLMServer, LLM, APIEmbedder]]:
+    """The scripted test double that plays ``conversations``, and its model and embedder clients (real HTTP)."""
+    with ScriptedLLMServer(scripted_rules(list(conversations)), supports_json_schema=False,
+                           embedding_dimension=EMBEDDING_DIMENSION) as server:
+        yield (server, LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=backoff_s),
+               APIEmbedder(base_url=server.base_url, model="scripted-embeddings", api_key="x",
+                           dimension=EMBEDDING_DIMENSION))
+
+
 def run_soak(settings: SoakSettings, store: Neo4jStore) -> SoakRun:
     """Run writers and readers for ``settings.duration_s``; the users stay in the store for checking."""
     pool = conversation_pool(settings.pool_size, settings.seed)
@@ -140,11 +153,7 @@ def run_soak(settings: SoakSettings, store: Neo4jStore) -> SoakRun:
     own = [f"soak-{run_id}-own-{n}" for n in range(settings.writers)]
     users = shared + own
     ledger = Ledger()
-    with ScriptedLLMServer(scripted_rules(pool), supports_json_schema=False,
-                           embedding_dimension=EMBEDDING_DIMENSION) as server:
-        llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.01)
-        embedder = APIEmbedder(base_url=server.base_url, model="scripted-embeddings", api_key="x",
-                               dimension=EMBEDDING_DIMENSION)
+    with scripted_clients(pool, backoff_s=0.01) as (server, llm, embedder):
         memories = {user: Memory(llm, embedder, user=user, store=store) for user in users}
         days = DayCounter(users)
         stop = threading.Event()
