@@ -1,4 +1,5 @@
-"""Shared helpers for the bench scripts: the machine description and writing a results file.
+"""Shared helpers for the bench scripts: the command line, progress logging, the machine description and
+writing a results file.
 
 A results file holds a hand-written reading and a generated part between two markers; a run
 replaces only the generated part, so rerunning a benchmark never loses the reading.
@@ -6,8 +7,10 @@ replaces only the generated part, so rerunning a benchmark never loses the readi
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
+import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -16,6 +19,24 @@ from pathlib import Path
 
 START_MARKER = "<!-- generated:start (rewritten by the bench script; edit outside these markers) -->"
 END_MARKER = "<!-- generated:end -->"
+
+def invocation(prog: str, argv: Sequence[str] | None) -> str:
+    """The command as typed, for the results file (``argv`` None: this process's arguments)."""
+    return f"{prog} " + shlex.join(sys.argv[1:] if argv is None else argv)
+
+
+def log_progress_of(logger_name: str) -> None:
+    """A bench's own progress lines on stderr; other loggers (the HTTP client logs every request) stay quiet."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
+    logging.getLogger(logger_name).setLevel(logging.INFO)
+
+
+def has_neo4j(prog: str, neo4j_uri: str | None) -> bool:
+    """Whether a Neo4j URI was given; says what is missing if not."""
+    if not neo4j_uri:
+        print(f"{prog} needs a Neo4j: --neo4j-uri or LASTKNOWN_NEO4J_URI", file=sys.stderr)
+    return bool(neo4j_uri)
+
 
 PACKAGES = (
     "lastknown_graph",

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import shlex
-import sys
 from pathlib import Path
 
-from bench._report import write_generated
+from bench._report import has_neo4j, invocation, log_progress_of, write_generated
 from bench.perf.report import generated_markdown, plot
 from bench.perf.runner import FULL, QUICK, RunResult, remeasure, run
 
@@ -41,11 +38,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # Progress lines of the bench only: the HTTP client's line per request would drown them.
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
-    logging.getLogger("bench.perf").setLevel(logging.INFO)
-    if not args.neo4j_uri:
-        print("bench.perf needs a Neo4j: --neo4j-uri or LASTKNOWN_NEO4J_URI", file=sys.stderr)
+    log_progress_of("bench.perf")
+    if not has_neo4j("bench.perf", args.neo4j_uri):
         return 2
     sizes = QUICK if args.quick else FULL
     if args.no_embedder:
@@ -53,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or RESULTS_DIR
     stem = "perf-remeasure" if args.remeasure else "perf-quick" if args.quick and args.out is None else "perf"
     markdown, picture = out / f"{stem}.md", out / f"{stem}-latency.png"
-    command = "python -m bench.perf " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = invocation("python -m bench.perf", argv)
 
     def save(result: RunResult) -> None:
         plot(result.points, picture)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import shlex
 import sys
 from pathlib import Path
 
-from bench._report import write_generated
+from bench._report import has_neo4j, invocation, log_progress_of, write_generated
 from bench.soak.report import generated_markdown
 from bench.soak.run import soak
 from bench.soak.workload import SoakSettings
@@ -37,14 +35,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", stream=sys.stderr)
-    logging.getLogger("bench.soak").setLevel(logging.INFO)
-    if not args.neo4j_uri:
-        print("bench.soak needs a Neo4j: --neo4j-uri or LASTKNOWN_NEO4J_URI", file=sys.stderr)
+    log_progress_of("bench.soak")
+    if not has_neo4j("bench.soak", args.neo4j_uri):
         return 2
     settings = SoakSettings(duration_s=args.duration, writers=args.writers, readers=args.readers,
                             shared_users=args.shared_users, pool_size=args.pool_size, seed=args.seed)
-    command = "python -m bench.soak " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = invocation("python -m bench.soak", argv)
     outcome = soak(settings, args.neo4j_uri, keep_data=args.keep_data)
     markdown = generated_markdown(outcome.run, outcome.verification, command, args.neo4j_uri)
     write_generated(args.out, TITLE, markdown)

@@ -9,13 +9,12 @@ import argparse
 import contextlib
 import logging
 import os
-import shlex
 import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench._report import write_generated
+from bench._report import invocation, write_generated
 from bench.stale.dataset import (
     CI_SKELETONS,
     DEFAULT_LAYOUT,
@@ -178,7 +177,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "embedder": embedder.name if behaviour is None else "scripted hashed-word vectors (384-d)",
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
             "history_max_chars": args.history_max_chars, "rag_k": args.rag_k,
-            "command": "python -m bench.stale " + shlex.join(argv),
+            "command": invocation("python -m bench.stale", argv),
         }
         plan = RunPlan(scenarios=scenarios, systems=list(args.system), skeletons=skeletons, layout=layout,
                        out=args.out, workers=args.workers, retry_errors=args.retry_errors,
@@ -201,8 +200,8 @@ def command_report(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 2
     name = args.name or args.out.resolve().name
     path = report_path(args.results_dir, name)
-    write_generated(path, f"STALE benchmark: {name}", generated_markdown(args.out, "python -m bench.stale " +
-                                                                         shlex.join(argv)))
+    write_generated(path, f"STALE benchmark: {name}",
+                    generated_markdown(args.out, invocation("python -m bench.stale", argv)))
     print(f"wrote {path}")
     return 0
 
