@@ -5,7 +5,7 @@
 //          Not used by the library; users are new (no idempotency or id checks).
 // parameters: $users (list of {user_id, sessions: [{id, date, checked_domains, checks, flagged,
 //             messages: [{id, index, role, text}]}], facts: [{id, text, topic, domain, inferred, kind, status,
-//             valid_from, valid_to, recorded_at, session_id, embedding, source_message_ids}],
+//             valid_from, valid_to, recorded_at, session_id, embedding, embedding_f32, source_message_ids}],
 //             confirmations: [{fact_id, session_id, at}], supersedes: [{new_fact_id, old_fact_id, session_id, at,
 //             stage, reason}], expires: [{new_fact_id, old_fact_id, session_id, at}]})
 // example: see bench/perf/bulk.py
@@ -29,7 +29,8 @@ CALL (u, user) {
   UNWIND user.facts AS nf
   CREATE (f:Fact {id: nf.id, user_id: user.user_id, text: nf.text, topic: nf.topic, domain: nf.domain,
                   inferred: nf.inferred, kind: nf.kind, status: nf.status, valid_from: nf.valid_from,
-                  valid_to: nf.valid_to, recorded_at: nf.recorded_at, session_id: nf.session_id})
+                  valid_to: nf.valid_to, recorded_at: nf.recorded_at, session_id: nf.session_id,
+                  embedding_f32: nf.embedding_f32})
   CREATE (u)-[:KNOWS]->(f)
   WITH f, nf
   CALL db.create.setNodeVectorProperty(f, 'embedding', nf.embedding)

@@ -1,12 +1,13 @@
 // name: import_facts
 // purpose: recreate a user's facts (any status) with embeddings and FROM provenance from an export.
-// parameters: $user_id (string), $facts (list of exported facts)
+// parameters: $user_id (string), $facts (list of exported facts, each with embedding_f32: its float32 bytes)
 // example: see tests/test_store_contract.py (export/import round trip)
 MATCH (u:User {id: $user_id})
 UNWIND $facts AS nf
 CREATE (f:Fact {id: nf.id, user_id: $user_id, text: nf.text, topic: nf.topic, domain: nf.domain,
                 inferred: nf.inferred, kind: nf.kind, status: nf.status, valid_from: nf.valid_from,
-                valid_to: nf.valid_to, recorded_at: nf.recorded_at, session_id: nf.session_id})
+                valid_to: nf.valid_to, recorded_at: nf.recorded_at, session_id: nf.session_id,
+                embedding_f32: nf.embedding_f32})
 CREATE (u)-[:KNOWS]->(f)
 WITH f, nf
 CALL db.create.setNodeVectorProperty(f, 'embedding', nf.embedding)

@@ -26,6 +26,7 @@ from lastknown_graph.cli_commands import (
     run_import,
     run_stats,
     run_timeline,
+    run_upgrade,
 )
 from lastknown_graph.cli_render import DEFAULT_CELL_WIDTH
 from lastknown_graph.cli_runtime import (
@@ -233,6 +234,12 @@ lastknown stats --user alice
 lastknown stats --all-users --json
 """, run_stats)
     stats.add_argument("--all-users", action="store_true", help="one row per user of the store")
+
+    upgrade = _command(
+        commands, common, "upgrade", "bring a Neo4j memory written by an older version up to this one's layout", """
+lastknown upgrade --store bolt://localhost:7687
+""", run_upgrade)
+    upgrade.add_argument("--batch-size", type=int, default=1000, help="facts per transaction (default 1000)")
 
     neo4j = commands.add_parser(
         "neo4j", help="start, stop or inspect a local Neo4j for development (Java + Maven, no Docker)",

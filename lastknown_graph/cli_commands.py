@@ -28,6 +28,7 @@ from lastknown_graph.cli_render import (
 from lastknown_graph.cli_runtime import (
     EXIT_NOT_CONFIRMED,
     EXIT_OK,
+    EXIT_USAGE,
     CLIError,
     Runtime,
     StoreSpec,
@@ -42,7 +43,7 @@ from lastknown_graph.models import EXPORT_FORMAT, Fact, FactStatus, ScoredFact, 
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
 from lastknown_graph.pipeline.ranking import latest_day
 from lastknown_graph.reports import ForgetReport
-from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Store
+from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.embedded import FILE_FORMAT as EMBEDDED_FORMAT
 from lastknown_graph.timeline_html import render_timeline_html
 from lastknown_graph.validation import check_identifier, check_text, parse_day
@@ -382,4 +383,19 @@ def run_stats(args: argparse.Namespace, rt: Runtime) -> int:
     columns = list(rows[0]) if rows else ["user"]
     emit(rt.options, {"store": spec.describe(), "users": rows},
          table_text(columns, [[row[c] for c in columns] for row in rows], width=DEFAULT_CELL_WIDTH))
+    return EXIT_OK
+
+
+def run_upgrade(args: argparse.Namespace, rt: Runtime) -> int:
+    spec = rt.options.store
+    if spec.kind == "embedded":
+        # The embedded file has always kept embeddings as float32 bytes: nothing to add.
+        emit(rt.options, {"store": spec.describe(), "upgraded_facts": 0}, f"{spec.describe()} needs no upgrade")
+        return EXIT_OK
+    store = rt.store()
+    if not isinstance(store, Neo4jStore):  # every store spec but embedded opens Neo4j
+        raise CLIError(f"{spec.describe()} is not a Neo4j store", EXIT_USAGE)
+    upgraded = store.upgrade(batch_size=args.batch_size)
+    emit(rt.options, {"store": spec.describe(), "upgraded_facts": upgraded},
+         f"upgraded {upgraded} facts in {spec.describe()}" if upgraded else f"{spec.describe()} is up to date")
     return EXIT_OK

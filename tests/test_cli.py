@@ -162,7 +162,7 @@ def history_texts(env: dict[str, str], store: str, user: str) -> dict[str, str]:
 
 
 COMMANDS = ["write", "context", "ask", "find", "forget", "forget-about", "history", "timeline", "as-of",
-            "export", "import", "audit", "stats", "neo4j"]
+            "export", "import", "audit", "stats", "upgrade", "neo4j"]
 
 
 def test_help_lists_every_command_with_examples_and_exit_codes(model_env: dict[str, str]) -> None:
@@ -533,6 +533,27 @@ def test_import_migrates_every_user_of_an_embedded_store(
     assert [i["user"] for i in one["imported"]] == [users[0]]
     same = run(model_env, "import", str(source), "--store", embedded(source))
     assert same.code == 3
+
+
+def test_upgrade_adds_embedding_bytes_to_older_neo4j_facts(
+    model_env: dict[str, str], tmp_path: Path, neo4j_uri: str
+) -> None:
+    import neo4j
+
+    user = new_user("upgrade")
+    line = {"session": "s-1", "date": "2024-03-01", "user": user, "messages": ["I am allergic to peanuts."]}
+    (tmp_path / "c.jsonl").write_text(jsonl(line))
+    ok(run(model_env, "write", "--jsonl", str(tmp_path / "c.jsonl"), "--store", neo4j_uri))
+    owned = "MATCH (f:Fact {user_id: $user}) RETURN count(f.embedding_f32) AS with_bytes, count(f) AS facts"
+    with neo4j.GraphDatabase.driver(neo4j_uri, auth=("neo4j", "unused")) as driver:
+        driver.execute_query("MATCH (f:Fact {user_id: $user}) REMOVE f.embedding_f32", user=user)
+        assert driver.execute_query(owned, user=user).records[0]["with_bytes"] == 0
+        upgraded = ok(run(model_env, "upgrade", "--store", neo4j_uri, "--batch-size", "2", "--json")).json()
+        [row] = driver.execute_query(owned, user=user).records
+    assert upgraded["upgraded_facts"] >= row["facts"] == row["with_bytes"] == 1
+    assert "is up to date" in ok(run(model_env, "upgrade", "--store", neo4j_uri)).out
+    assert "needs no upgrade" in ok(run(model_env, "upgrade", "--store", embedded(tmp_path / "m.json"))).out
+    assert run(model_env, "upgrade", "--store", neo4j_uri, "--batch-size", "0").code == 3
 
 
 def test_audit_checks_parameters_and_refuses_writes(

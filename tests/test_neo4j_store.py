@@ -103,3 +103,43 @@ def test_conflict_candidates_through_the_vector_index_match_the_exact_scan(neo4j
     finally:
         exact.close()
         indexed.close()
+
+
+def test_facts_without_embedding_bytes_rank_the_same_and_upgrade_adds_them(neo4j_uri: str) -> None:
+    """Facts written before embeddings were kept as float32 bytes: ranked from their float list, then upgraded."""
+    import neo4j
+
+    from lastknown_graph.models import CandidateProbe
+    from lastknown_graph.store.vectors import to_float32_bytes
+
+    store = Neo4jStore(neo4j_uri)
+    try:
+        store.ensure_schema(DIMENSION)
+        user = new_user("legacy")
+        session = SessionBuilder(user, "s1", date(2024, 1, 1))
+        ids = [session.fact(f"Fact number {i}", f"topic-{i % 3}", vec(300 + i)) for i in range(12)]
+        store.apply(session.build())
+        probes = [CandidateProbe(topic=f"topic-{i}", embedding=vec(300 + 4 * i), k=5, topic_limit=2)
+                  for i in range(3)]
+        want_similar = store.similar_facts(user, vec(305), k=6)
+        want_candidates = store.conflict_candidates(user, probes)
+        with neo4j.GraphDatabase.driver(neo4j_uri, auth=("neo4j", "unused")) as driver:
+            legacy = ids[::2]
+            driver.execute_query("MATCH (f:Fact) WHERE f.id IN $ids REMOVE f.embedding_f32", ids=legacy)
+
+            got_similar = store.similar_facts(user, vec(305), k=6)
+            got_candidates = store.conflict_candidates(user, probes)
+            assert [s.fact.id for s in got_similar] == [s.fact.id for s in want_similar]
+            assert [s.similarity for s in got_similar] == pytest.approx([s.similarity for s in want_similar])
+            assert got_candidates == want_candidates  # the float list is the same float32 values
+
+            assert store.upgrade(batch_size=5) >= len(legacy)  # a shared database may hold older facts too
+            assert store.upgrade() == 0
+            rows = driver.execute_query("MATCH (f:Fact) WHERE f.id IN $ids RETURN f.embedding_f32 AS b, "
+                                        "f.embedding AS e", ids=ids).records
+            assert len(rows) == len(ids) and all(row["b"] == to_float32_bytes(row["e"]) for row in rows)
+        assert store.conflict_candidates(user, probes) == want_candidates
+        with pytest.raises(ValueError, match="batch size"):
+            store.upgrade(batch_size=0)
+    finally:
+        store.close()

@@ -27,6 +27,7 @@ from lastknown_graph.models import (
     UserExport,
 )
 from lastknown_graph.store.records import checks_from_props, checks_to_props
+from lastknown_graph.store.vectors import to_float32_bytes
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ def final_state(script: UserScript) -> FinalState:
         {"id": fact.id, "text": fact.text, "topic": fact.topic, "domain": fact.domain, "inferred": False,
          "kind": str(fact.kind), "status": str(script.statuses[fact.row]), "valid_from": session.day,
          "valid_to": valid_to.get(fact.id), "recorded_at": session.recorded_at, "session_id": session.id,
-         "embedding": script.vectors[fact.row].tolist(), "source_message_ids": sources[fact.id]}
+         "embedding": script.vectors[fact.row].tolist(), "embedding_f32": to_float32_bytes(script.vectors[fact.row]),
+         "source_message_ids": sources[fact.id]}
         for session in script.sessions for fact in session.facts
     ]
     return FinalState(user_id=user, sessions=sessions, facts=facts, confirmations=confirmations,
@@ -89,6 +91,9 @@ def neo4j_bulk_load(driver: neo4j.Driver, library: CypherLibrary, states: Sequen
         session.execute_write(lambda tx: tx.run(query, {"users": users}).consume())
 
 
+_NOT_FACT_FIELDS = ("embedding", "embedding_f32", "source_message_ids")  # given separately or not exported
+
+
 def as_export(state: FinalState) -> UserExport:
     """The same final state as an export, for ``import_user`` (the embedded store's bulk path)."""
     return UserExport(
@@ -98,7 +103,7 @@ def as_export(state: FinalState) -> UserExport:
         messages=tuple(ExportedMessage(id=m["id"], session_id=s["id"], index=m["index"], role=Role.USER,
                                        text=m["text"], redacted=False)
                        for s in state.sessions for m in s["messages"]),
-        facts=tuple(ExportedFact(**{k: v for k, v in f.items() if k not in ("embedding", "source_message_ids")},
+        facts=tuple(ExportedFact(**{k: v for k, v in f.items() if k not in _NOT_FACT_FIELDS},
                                  embedding=tuple(f["embedding"]), source_message_ids=tuple(f["source_message_ids"]))
                     for f in state.facts),
         confirmations=tuple(ExportedConfirmation(**c) for c in state.confirmations),

@@ -59,7 +59,6 @@ from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCac
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
     REDACTED_REASON,
-    best_first,
     check_k,
     check_query_embedding,
     checks_from_props,
@@ -71,6 +70,7 @@ from lastknown_graph.store.records import (
     oldest_first,
 )
 from lastknown_graph.store.turns import UserTurns
+from lastknown_graph.store.vectors import FloatMatrix, from_float32_bytes, nearest, to_float32_bytes
 from lastknown_graph.validation import check_identifier
 
 FILE_FORMAT = "lastknown_graph.embedded"
@@ -103,8 +103,11 @@ def _message_key(message_id: str) -> str:
     return f"message\x1f{message_id}"
 
 
+_FACT_PREFIX = "fact\x1f"
+
+
 def _fact_key(fact_id: str) -> str:
-    return f"fact\x1f{fact_id}"
+    return _FACT_PREFIX + fact_id
 
 
 def _revision(graph: nx.MultiDiGraph, user_id: str) -> int:
@@ -122,16 +125,12 @@ def _memory_token(graph: nx.MultiDiGraph, user_id: str) -> str | None:
     return f"{node.get('epoch', '')}:{int(node.get('revision', 0))}"
 
 
-def _nearest(keys: list[str], matrix: npt.NDArray[np.float32], row_norms: npt.NDArray[np.float32],
-             query: npt.NDArray[np.float32], k: int, fact: Callable[[str], Fact]) -> list[ScoredFact]:
-    """The ``k`` facts (rows of ``matrix``, one per key) most cosine-similar to ``query``, best first.
-
-    similar_facts and conflict_candidates both rank with it, so they give the same neighbours and scores.
-    """
-    norms = row_norms * float(np.linalg.norm(query))
-    similarities = (matrix @ query) / np.where(norms == 0, 1.0, norms)
-    top = np.argsort(-similarities)[: k * 2]
-    return best_first([ScoredFact(fact=fact(keys[i]), similarity=float(similarities[i])) for i in top], k)
+def _nearest(keys: list[str], matrix: FloatMatrix, row_norms: FloatMatrix, query: FloatMatrix, k: int,
+             fact: Callable[[str], Fact]) -> list[ScoredFact]:
+    """The ``k`` facts (rows of ``matrix``, one per key) most cosine-similar to ``query``, best first."""
+    ids = [key.removeprefix(_FACT_PREFIX) for key in keys]
+    return [ScoredFact(fact=fact(keys[row]), similarity=similarity)
+            for row, similarity in nearest(ids, matrix, query, k, row_norms)]
 
 
 def _new_user_node(graph: nx.MultiDiGraph, user_id: str) -> None:
@@ -149,11 +148,11 @@ def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: l
 
 
 def _encode_vector(vector: FloatVector) -> str:
-    return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+    return base64.b64encode(to_float32_bytes(vector)).decode("ascii")
 
 
 def _decode_vector(text: str) -> FloatVector:
-    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+    return from_float32_bytes(base64.b64decode(text))
 
 
 def _encode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:

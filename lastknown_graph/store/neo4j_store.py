@@ -12,9 +12,10 @@ import os
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, date, datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import neo4j
+import numpy as np
 from neo4j import GraphDatabase, ManagedTransaction
 from neo4j import exceptions as neo4j_errors
 
@@ -62,6 +63,7 @@ from lastknown_graph.store.records import (
     to_moment,
 )
 from lastknown_graph.store.turns import UserTurns
+from lastknown_graph.store.vectors import FloatMatrix, from_float32_bytes, nearest, to_float32_bytes
 from lastknown_graph.validation import check_identifier
 
 SCHEMA_VERSION = 1
@@ -78,8 +80,18 @@ INDEX_MAX_CANDIDATES = 20_000
 CACHE_SETTLE_MS = 1000
 
 T = TypeVar("T")
-# What conflict_candidates picks for one probe: (fact id, score) of the nearest, ids of the most recent on topic.
-ProbePicks = tuple[list[tuple[str, float]], list[str]]
+# One neighbour found by a similarity search: (fact id, cosine).
+Pick = tuple[str, float]
+
+
+def _embedding_matrix(vectors: list[bytes | None], legacy: list[list[float] | None]) -> FloatMatrix:
+    """One row per fact from fact_embeddings' columns; facts from before embedding_f32 give their float list."""
+    if all(vector is not None for vector in vectors):
+        return from_float32_bytes(b"".join(cast(list[bytes], vectors))).reshape(len(vectors), -1)
+    return np.stack([
+        from_float32_bytes(vector) if vector is not None else np.asarray(old, dtype=np.float32)
+        for vector, old in zip(vectors, legacy, strict=True)
+    ])
 
 
 def _cosine_from_neo4j_score(score: float) -> float:
@@ -247,6 +259,7 @@ class Neo4jStore:
                 self._run(tx, "write_facts", **common, recorded_at=change.recorded_at, facts=[
                     {"id": f.id, "text": f.text, "topic": f.topic, "domain": f.domain, "inferred": f.inferred,
                      "kind": str(f.kind), "embedding": list(f.embedding),
+                     "embedding_f32": to_float32_bytes(f.embedding),
                      "status": str(FactStatus.DISPUTED if f.id in change.disputed_fact_ids else FactStatus.CURRENT),
                      "source_message_ids": list(f.source_message_ids)}
                     for f in change.new_facts
@@ -321,6 +334,7 @@ class Neo4jStore:
             )
             self._run(tx, "import_facts", user_id=export.user_id, facts=[
                 f.model_dump() | {"kind": str(f.kind), "status": str(f.status), "embedding": list(f.embedding),
+                                  "embedding_f32": to_float32_bytes(f.embedding),
                                   "source_message_ids": list(f.source_message_ids)}
                 for f in export.facts
             ])
@@ -331,6 +345,28 @@ class Neo4jStore:
             )
 
         self._write(f"import user {export.user_id!r}", work)
+
+    def upgrade(self, batch_size: int = 1000) -> int:
+        """Bring facts written by an older lastknown_graph up to this version's layout; returns how many changed.
+
+        Facts written by earlier versions lack their embedding as float32 bytes: they are read correctly
+        (their float list is decoded instead) but slowly. Safe to run again, to interrupt, and while the memory
+        is in use; each batch is its own transaction.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch size must be positive, got {batch_size}")
+        upgraded, after = 0, ""
+        while True:
+            rows = self._query("upgrade_facts_without_bytes", after=after, batch=batch_size)
+            if not rows:
+                return upgraded
+            upgraded += self._add_embedding_bytes(rows)
+            after = rows[-1]["id"]
+
+    def _add_embedding_bytes(self, rows: list[dict[str, Any]]) -> int:
+        facts = [{"id": row["id"], "embedding_f32": to_float32_bytes(row["embedding"])} for row in rows]
+        [counted] = self._write("upgrade facts", lambda tx: self._run(tx, "upgrade_set_bytes", facts=facts))
+        return int(counted["upgraded"])
 
     # ------------------------------------------------------------------ reads
 
@@ -381,30 +417,56 @@ class Neo4jStore:
         vector = check_query_embedding(embedding, self.embedding_dimension())
         status_list = sorted(map(str, statuses))
 
-        def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
-            available = self._run(tx, "count_facts", user_id=user_id, statuses=status_list)[0]["facts"]
-            return self._similar_rows(tx, user_id, status_list, vector, k, available)
+        def work(tx: ManagedTransaction) -> tuple[list[Pick], list[dict[str, Any]]]:
+            [picks] = self._nearest_picks(tx, user_id, status_list, [vector], [k])
+            wanted = [fact_id for fact_id, _ in picks]
+            return picks, self._run(tx, "facts_by_id", user_id=user_id, fact_ids=wanted) if wanted else []
 
-        rows = self._read("search similar facts", work)
-        return [
-            ScoredFact(fact=self._fact(row), similarity=_cosine_from_neo4j_score(row["score"]))
-            for row in rows
-        ]
+        picks, rows = self._read("search similar facts", work)
+        facts = {fact.id: fact for fact in self._facts(rows)}
+        return [ScoredFact(fact=facts[fact_id], similarity=similarity) for fact_id, similarity in picks]
 
-    def _similar_rows(self, tx: ManagedTransaction, user_id: str, statuses: list[str], vector: list[float], k: int,
-                      available: int) -> list[dict[str, Any]]:
-        wanted = min(k, available)
-        if wanted == 0:
-            return []
-        params: dict[str, Any] = {"user_id": user_id, "statuses": statuses, "embedding": vector, "k": k}
+    def _nearest_picks(self, tx: ManagedTransaction, user_id: str, statuses: list[str],
+                       vectors: list[list[float]], ks: list[int]) -> list[list[Pick]]:
+        """For each vector, the user's k facts with these statuses nearest to it, best first."""
+        available = self._run(tx, "count_facts", user_id=user_id, statuses=statuses)[0]["facts"]
+        found: list[list[Pick] | None] = [None] * len(vectors)
         if available > self._exact_scan_max_facts:
-            candidates = max(k * INDEX_OVERSAMPLING, 100)
-            while candidates <= INDEX_MAX_CANDIDATES:
-                rows = self._run(tx, "similar_facts_index", **params, candidates=candidates)
-                if len(rows) >= wanted:
-                    return rows
-                candidates *= 4
-        return self._run(tx, "similar_facts_exact", **params)
+            for position, (vector, k) in enumerate(zip(vectors, ks, strict=True)):
+                found[position] = self._index_picks(tx, user_id, statuses, vector, k, available)
+        unfound = [position for position, picks in enumerate(found) if picks is None]
+        if unfound:
+            exact = self._exact_picks(tx, user_id, statuses, [vectors[p] for p in unfound], [ks[p] for p in unfound])
+            for position, picks in zip(unfound, exact, strict=True):
+                found[position] = picks
+        return [picks or [] for picks in found]
+
+    def _index_picks(self, tx: ManagedTransaction, user_id: str, statuses: list[str], vector: list[float], k: int,
+                     available: int) -> list[Pick] | None:
+        """The vector index's answer, or None when other users' facts crowd this user's out of it."""
+        wanted = min(k, available)
+        candidates = max(k * INDEX_OVERSAMPLING, 100)
+        while candidates <= INDEX_MAX_CANDIDATES:
+            rows = self._run(tx, "similar_facts_index", user_id=user_id, statuses=statuses, embedding=vector, k=k,
+                             candidates=candidates)
+            if len(rows) >= wanted:
+                return [(row["id"], _cosine_from_neo4j_score(row["score"])) for row in rows]
+            candidates *= 4
+        return None
+
+    def _exact_picks(self, tx: ManagedTransaction, user_id: str, statuses: list[str], vectors: list[list[float]],
+                     ks: list[int]) -> list[list[Pick]]:
+        [row] = self._run(tx, "fact_embeddings", user_id=user_id, statuses=statuses)
+        ids: list[str] = row["ids"]
+        if not ids:
+            return [[] for _ in vectors]
+        matrix = _embedding_matrix(row["vectors"], row["legacy"])
+        row_norms = np.linalg.norm(matrix, axis=1)
+        return [
+            [(ids[position], similarity)
+             for position, similarity in nearest(ids, matrix, np.asarray(vector, dtype=np.float32), k, row_norms)]
+            for vector, k in zip(vectors, ks, strict=True)
+        ]
 
     def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
         check_identifier(user_id)
@@ -412,39 +474,26 @@ class Neo4jStore:
         vectors = [check_query_embedding(probe.embedding, dimension) for probe in probes]
         if not probes:
             return []
-        current = [str(FactStatus.CURRENT)]
 
-        def work(tx: ManagedTransaction) -> tuple[list[ProbePicks], list[dict[str, Any]]]:
-            available = self._run(tx, "count_facts", user_id=user_id, statuses=current)[0]["facts"]
-            if available == 0:
-                return [([], []) for _ in probes], []
-            picks: list[ProbePicks] = []
-            if available <= self._exact_scan_max_facts:
-                rows = self._run(tx, "conflict_candidates", user_id=user_id, probes=[
-                    {"topic": probe.topic, "embedding": vector, "k": probe.k, "topic_limit": probe.topic_limit}
-                    for probe, vector in zip(probes, vectors, strict=True)
-                ])
-                picks = [([(hit["id"], hit["score"]) for hit in row["nearest"]], list(row["on_topic"]))
-                         for row in rows]
-            else:  # a user too big for the exact scan: the index path, probe by probe
-                for probe, vector in zip(probes, vectors, strict=True):
-                    nearest = self._similar_rows(tx, user_id, current, vector, probe.k, available)
-                    on_topic = self._run(tx, "facts_on_topic", user_id=user_id, topic=probe.topic, statuses=current)
-                    picks.append(([(row["fact"]["id"], row["score"]) for row in nearest],
-                                  [row["fact"]["id"] for row in on_topic[: probe.topic_limit]]))
-            wanted = sorted({fact_id for nearest, on_topic in picks
-                             for fact_id in [*on_topic, *(fact_id for fact_id, _ in nearest)]})
-            return picks, self._run(tx, "facts_by_id", user_id=user_id, fact_ids=wanted)
+        def work(tx: ManagedTransaction) -> tuple[list[list[Pick]], list[list[str]], list[dict[str, Any]]]:
+            nearest_picks = self._nearest_picks(tx, user_id, [str(FactStatus.CURRENT)], vectors,
+                                                [probe.k for probe in probes])
+            on_topic = [row["ids"] for row in self._run(tx, "latest_on_topics", user_id=user_id, topics=[
+                {"topic": probe.topic, "limit": probe.topic_limit} for probe in probes
+            ])]
+            wanted = sorted({fact_id for picks in nearest_picks for fact_id, _ in picks}
+                            | {fact_id for ids in on_topic for fact_id in ids})
+            rows = self._run(tx, "facts_by_id", user_id=user_id, fact_ids=wanted) if wanted else []
+            return nearest_picks, on_topic, rows
 
-        picks, rows = self._read("find conflict candidates", work)
+        nearest_picks, on_topic, rows = self._read("find conflict candidates", work)
         facts = {fact.id: fact for fact in self._facts(rows)}
         return [
             ProbeCandidates(
-                on_topic=tuple(facts[fact_id] for fact_id in on_topic),
-                nearest=tuple(ScoredFact(fact=facts[fact_id], similarity=_cosine_from_neo4j_score(score))
-                              for fact_id, score in nearest),
+                on_topic=tuple(facts[fact_id] for fact_id in topic_ids),
+                nearest=tuple(ScoredFact(fact=facts[fact_id], similarity=similarity) for fact_id, similarity in picks),
             )
-            for nearest, on_topic in picks
+            for picks, topic_ids in zip(nearest_picks, on_topic, strict=True)
         ]
 
     def history(self, user_id: str) -> list[HistoryEntry]:

@@ -17,7 +17,6 @@ from lastknown_graph.models import (
     FactStatus,
     HistoryEntry,
     ReplacementLink,
-    ScoredFact,
     TimelineEvent,
     TimelineEventKind,
 )
@@ -105,11 +104,6 @@ def current_of(history: Iterable[HistoryEntry]) -> list[Fact]:
 
 def oldest_first(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:
     return sorted(entries, key=lambda e: (e.fact.valid_from, e.fact.recorded_at, e.fact.id))
-
-
-def best_first(scored: Iterable[ScoredFact], k: int) -> list[ScoredFact]:
-    ranked = sorted(scored, key=lambda s: (-s.similarity, s.fact.id))
-    return ranked[:k]
 
 
 _EVENT_ORDER = {
