@@ -25,7 +25,6 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-import numpy.typing as npt
 
 from lastknown_graph.errors import (
     CorruptStoreFileError,
@@ -70,13 +69,12 @@ from lastknown_graph.store.records import (
     oldest_first,
 )
 from lastknown_graph.store.turns import UserTurns
-from lastknown_graph.store.vectors import FloatMatrix, from_float32_bytes, nearest, to_float32_bytes
+from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
 from lastknown_graph.validation import check_identifier
 
 FILE_FORMAT = "lastknown_graph.embedded"
 FILE_VERSION = 1
 
-FloatVector = npt.NDArray[np.float32]
 
 _DAY_ATTRS = frozenset({"date", "valid_from", "valid_to", "at"})
 # Edges from a newer fact to an older one, and the API's name for each.
@@ -125,7 +123,7 @@ def _memory_token(graph: nx.MultiDiGraph, user_id: str) -> str | None:
     return f"{node.get('epoch', '')}:{int(node.get('revision', 0))}"
 
 
-def _nearest(keys: list[str], matrix: FloatMatrix, row_norms: FloatMatrix, query: FloatMatrix, k: int,
+def _nearest(keys: list[str], matrix: Float32Array, row_norms: Float32Array, query: Float32Array, k: int,
              fact: Callable[[str], Fact]) -> list[ScoredFact]:
     """The ``k`` facts (rows of ``matrix``, one per key) most cosine-similar to ``query``, best first."""
     ids = [key.removeprefix(_FACT_PREFIX) for key in keys]
@@ -147,11 +145,11 @@ def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: l
             raise StoreError(f"message id {message_id!r} is already used")
 
 
-def _encode_vector(vector: FloatVector) -> str:
+def _encode_vector(vector: Float32Array) -> str:
     return base64.b64encode(to_float32_bytes(vector)).decode("ascii")
 
 
-def _decode_vector(text: str) -> FloatVector:
+def _decode_vector(text: str) -> Float32Array:
     return from_float32_bytes(base64.b64decode(text))
 
 

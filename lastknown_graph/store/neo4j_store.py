@@ -63,7 +63,7 @@ from lastknown_graph.store.records import (
     to_moment,
 )
 from lastknown_graph.store.turns import UserTurns
-from lastknown_graph.store.vectors import FloatMatrix, from_float32_bytes, nearest, to_float32_bytes
+from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
 from lastknown_graph.validation import check_identifier
 
 SCHEMA_VERSION = 1
@@ -84,7 +84,7 @@ T = TypeVar("T")
 Pick = tuple[str, float]
 
 
-def _embedding_matrix(vectors: list[bytes | None], legacy: list[list[float] | None]) -> FloatMatrix:
+def _embedding_matrix(vectors: list[bytes | None], legacy: list[list[float] | None]) -> Float32Array:
     """One row per fact from fact_embeddings' columns; facts from before embedding_f32 give their float list."""
     if all(vector is not None for vector in vectors):
         return from_float32_bytes(b"".join(cast(list[bytes], vectors))).reshape(len(vectors), -1)

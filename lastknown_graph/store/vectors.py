@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-FloatMatrix = npt.NDArray[np.float32]
+Float32Array = npt.NDArray[np.float32]
 
 # Little-endian float32: the precision Neo4j's vector property and the embedded store's file keep.
 FLOAT32 = np.dtype("<f4")
@@ -21,12 +21,12 @@ def to_float32_bytes(vector: Sequence[float] | npt.NDArray[np.floating]) -> byte
     return np.asarray(vector, dtype=FLOAT32).tobytes()
 
 
-def from_float32_bytes(data: bytes) -> FloatMatrix:
+def from_float32_bytes(data: bytes) -> Float32Array:
     return np.frombuffer(data, dtype=FLOAT32).astype(np.float32)
 
 
-def nearest(ids: Sequence[str], matrix: FloatMatrix, query: FloatMatrix, k: int,
-            row_norms: FloatMatrix | None = None) -> list[tuple[int, float]]:
+def nearest(ids: Sequence[str], matrix: Float32Array, query: Float32Array, k: int,
+            row_norms: Float32Array | None = None) -> list[tuple[int, float]]:
     """The ``k`` rows of ``matrix`` (row i is fact ``ids[i]``) most cosine-similar to ``query``.
 
     Returns (row, cosine) best first; equal cosines in fact id order, so the order is total and the
