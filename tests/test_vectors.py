@@ -15,7 +15,7 @@ def matrix(*rows: list[float]) -> np.ndarray:
 def test_best_first_with_cosines() -> None:
     rows = matrix([1, 0], [0, 1], [1, 1], [-1, 0])
     found = nearest(["a", "b", "c", "d"], rows, np.asarray([1, 0], dtype=np.float32), k=3)
-    assert [row for row, _ in found] == [0, 2, 1]
+    assert [fact_id for fact_id, _ in found] == ["a", "c", "b"]
     assert [cosine for _, cosine in found] == pytest.approx([1.0, 2 ** -0.5, 0.0])
 
 
@@ -23,15 +23,15 @@ def test_ties_at_the_cut_go_to_the_smaller_id_whatever_the_row_order() -> None:
     rows = matrix([0, 1], [1, 0], [2, 0], [3, 0], [0, 2])  # rows 1-3 tie at cosine 1
     ids = ["e", "z", "b", "m", "a"]
     found = nearest(ids, rows, np.asarray([1, 0], dtype=np.float32), k=2)
-    assert [ids[row] for row, _ in found] == ["b", "m"]
-    assert [ids[row] for row, _ in nearest(ids, rows, np.asarray([1, 0], dtype=np.float32), k=10)] == [
+    assert [fact_id for fact_id, _ in found] == ["b", "m"]
+    assert [fact_id for fact_id, _ in nearest(ids, rows, np.asarray([1, 0], dtype=np.float32), k=10)] == [
         "b", "m", "z", "a", "e"]
 
 
 def test_zero_vectors_score_zero_and_nothing_is_asked_of_an_empty_user() -> None:
     rows = matrix([0, 0], [1, 0])
-    assert nearest(["a", "b"], rows, np.asarray([0, 1], dtype=np.float32), k=2) == [(0, 0.0), (1, 0.0)]
-    assert nearest(["a", "b"], rows, np.asarray([0, 0], dtype=np.float32), k=1) == [(0, 0.0)]
+    assert nearest(["a", "b"], rows, np.asarray([0, 1], dtype=np.float32), k=2) == [("a", 0.0), ("b", 0.0)]
+    assert nearest(["a", "b"], rows, np.asarray([0, 0], dtype=np.float32), k=1) == [("a", 0.0)]
     assert nearest([], np.zeros((0, 2), dtype=np.float32), np.asarray([1, 0], dtype=np.float32), k=3) == []
     assert nearest(["a"], rows[:1], np.asarray([1, 0], dtype=np.float32), k=0) == []
 

@@ -17,7 +17,7 @@ import os
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -101,11 +101,8 @@ def _message_key(message_id: str) -> str:
     return f"message\x1f{message_id}"
 
 
-_FACT_PREFIX = "fact\x1f"
-
-
 def _fact_key(fact_id: str) -> str:
-    return _FACT_PREFIX + fact_id
+    return f"fact\x1f{fact_id}"
 
 
 def _revision(graph: nx.MultiDiGraph, user_id: str) -> int:
@@ -121,14 +118,6 @@ def _memory_token(graph: nx.MultiDiGraph, user_id: str) -> str | None:
     # Files written before epochs existed: the cache is emptied on every reload, so within one
     # loaded graph the revision alone tells states apart, and deleting a user drops its entry.
     return f"{node.get('epoch', '')}:{int(node.get('revision', 0))}"
-
-
-def _nearest(keys: list[str], matrix: Float32Array, row_norms: Float32Array, query: Float32Array, k: int,
-             fact: Callable[[str], Fact]) -> list[ScoredFact]:
-    """The ``k`` facts (rows of ``matrix``, one per key) most cosine-similar to ``query``, best first."""
-    ids = [key.removeprefix(_FACT_PREFIX) for key in keys]
-    return [ScoredFact(fact=fact(keys[row]), similarity=similarity)
-            for row, similarity in nearest(ids, matrix, query, k, row_norms)]
 
 
 def _new_user_node(graph: nx.MultiDiGraph, user_id: str) -> None:
@@ -587,9 +576,13 @@ class EmbeddedStore:
             keys = [k_ for k_ in self._user_fact_keys(graph, user_id) if graph.nodes[k_]["status"] in statuses]
             if not keys:
                 return []
-            matrix = np.stack([graph.nodes[key]["embedding"] for key in keys])
-            return _nearest(keys, matrix, np.linalg.norm(matrix, axis=1), query, k,
-                            lambda key: self._fact(graph, key))
+            ids, matrix = self._fact_ids_and_embeddings(graph, keys)
+            return [ScoredFact(fact=self._fact(graph, _fact_key(fact_id)), similarity=similarity)
+                    for fact_id, similarity in nearest(ids, matrix, query, k)]
+
+    @staticmethod
+    def _fact_ids_and_embeddings(graph: nx.MultiDiGraph, keys: list[str]) -> tuple[list[str], Float32Array]:
+        return [graph.nodes[key]["id"] for key in keys], np.stack([graph.nodes[key]["embedding"] for key in keys])
 
     def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
         check_identifier(user_id)
@@ -600,7 +593,7 @@ class EmbeddedStore:
             keys = [k for k in self._user_fact_keys(graph, user_id) if graph.nodes[k]["status"] == FactStatus.CURRENT]
             if not keys:
                 return [ProbeCandidates() for _ in probes]
-            matrix = np.stack([graph.nodes[key]["embedding"] for key in keys])
+            ids, matrix = self._fact_ids_and_embeddings(graph, keys)
             row_norms = np.linalg.norm(matrix, axis=1)
             built: dict[str, Fact] = {}
 
@@ -611,9 +604,10 @@ class EmbeddedStore:
 
             found = []
             for probe, query in zip(probes, queries, strict=True):
-                nearest = _nearest(keys, matrix, row_norms, query, probe.k, fact)
+                nearest_facts = tuple(ScoredFact(fact=fact(_fact_key(fact_id)), similarity=similarity)
+                                      for fact_id, similarity in nearest(ids, matrix, query, probe.k, row_norms))
                 on_topic = most_recent_first(fact(k) for k in keys if graph.nodes[k]["topic"] == probe.topic)
-                found.append(ProbeCandidates(on_topic=tuple(on_topic[: probe.topic_limit]), nearest=tuple(nearest)))
+                found.append(ProbeCandidates(on_topic=tuple(on_topic[: probe.topic_limit]), nearest=nearest_facts))
         return found
 
     def history(self, user_id: str) -> list[HistoryEntry]:

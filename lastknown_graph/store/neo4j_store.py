@@ -430,6 +430,8 @@ class Neo4jStore:
                        vectors: list[list[float]], ks: list[int]) -> list[list[Pick]]:
         """For each vector, the user's k facts with these statuses nearest to it, best first."""
         available = self._run(tx, "count_facts", user_id=user_id, statuses=statuses)[0]["facts"]
+        if available == 0:
+            return [[] for _ in vectors]
         found: list[list[Pick] | None] = [None] * len(vectors)
         if available > self._exact_scan_max_facts:
             for position, (vector, k) in enumerate(zip(vectors, ks, strict=True)):
@@ -462,11 +464,8 @@ class Neo4jStore:
             return [[] for _ in vectors]
         matrix = _embedding_matrix(row["vectors"], row["legacy"])
         row_norms = np.linalg.norm(matrix, axis=1)
-        return [
-            [(ids[position], similarity)
-             for position, similarity in nearest(ids, matrix, np.asarray(vector, dtype=np.float32), k, row_norms)]
-            for vector, k in zip(vectors, ks, strict=True)
-        ]
+        return [nearest(ids, matrix, np.asarray(vector, dtype=np.float32), k, row_norms)
+                for vector, k in zip(vectors, ks, strict=True)]
 
     def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
         check_identifier(user_id)

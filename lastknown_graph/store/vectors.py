@@ -26,10 +26,10 @@ def from_float32_bytes(data: bytes) -> Float32Array:
 
 
 def nearest(ids: Sequence[str], matrix: Float32Array, query: Float32Array, k: int,
-            row_norms: Float32Array | None = None) -> list[tuple[int, float]]:
-    """The ``k`` rows of ``matrix`` (row i is fact ``ids[i]``) most cosine-similar to ``query``.
+            row_norms: Float32Array | None = None) -> list[tuple[str, float]]:
+    """The ``k`` facts (row i of ``matrix`` is fact ``ids[i]``) most cosine-similar to ``query``.
 
-    Returns (row, cosine) best first; equal cosines in fact id order, so the order is total and the
+    Returns (fact id, cosine) best first; equal cosines in fact id order, so the order is total and the
     same in every store. A zero vector has cosine 0 with everything.
     """
     if k < 1 or len(ids) == 0:
@@ -45,4 +45,4 @@ def nearest(ids: Sequence[str], matrix: Float32Array, query: Float32Array, k: in
     else:
         rows = np.arange(len(ids))
     ranked = sorted(rows.tolist(), key=lambda row: (-float(similarities[row]), ids[row]))
-    return [(row, float(similarities[row])) for row in ranked[:k]]
+    return [(ids[row], float(similarities[row])) for row in ranked[:k]]
