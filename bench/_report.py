@@ -20,6 +20,7 @@ from pathlib import Path
 START_MARKER = "<!-- generated:start (rewritten by the bench script; edit outside these markers) -->"
 END_MARKER = "<!-- generated:end -->"
 
+
 def invocation(prog: str, argv: Sequence[str] | None) -> str:
     """The command as typed, for the results file (``argv`` None: this process's arguments)."""
     return f"{prog} " + shlex.join(sys.argv[1:] if argv is None else argv)
