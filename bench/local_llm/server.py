@@ -1,0 +1,163 @@
+"""Starting ``python -m llama_cpp.server`` for one local model, waiting until it answers, stopping it.
+
+The options are the ones measured on 2 cores (bench/results/llama-server-options.md): all cores, a context that
+holds the longest prompt of a STALE run, and requests queued rather than interrupted, so a slow call is never
+cut short by the next one. A fixed seed keeps runs comparable.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import httpx
+
+from bench.local_llm.gguf import QWEN_CODER_1_5B, assemble, gemma_270m_path
+
+HOST: Final = "127.0.0.1"
+STARTUP_TIMEOUT_S: Final = 180.0
+STOP_GRACE_S: Final = 10.0
+LOG_TAIL_CHARS: Final = 4000
+POLL_INTERVAL_S: Final = 0.25
+
+
+class ServerStartError(Exception):
+    """The server exited or did not answer in time; the message carries its log tail."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    alias: str  # the name the server lists and requests use
+    locate: Callable[[], Path]  # the GGUF path, assembled and verified on first use
+    n_ctx: int
+    # llama-cpp-python reads the chat template from the GGUF when None; Gemma 270M's must be named, or every
+    # chat reply is empty (the server falls back to the llama-2 format).
+    chat_format: str | None = None
+    description: str = ""
+
+
+MODELS: Final = {
+    "qwen2.5-coder-1.5b": ModelSpec(
+        alias="qwen2.5-coder-1.5b", locate=lambda: assemble(QWEN_CODER_1_5B), n_ctx=8192,
+        description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M: a small instruction model, the one judgment is measured with",
+    ),
+    "gemma3-270m": ModelSpec(
+        alias="gemma3-270m", locate=gemma_270m_path, n_ctx=4096, chat_format="gemma",
+        description="Gemma 3 270M Q4_K_M: a base model, for protocol robustness only",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    threads: int = field(default_factory=lambda: os.cpu_count() or 2)
+    n_batch: int = 512
+    seed: int = 42
+
+
+@dataclass
+class RunningServer:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    alias: str
+    log_path: Path
+
+    def log_tail(self) -> str:
+        text = self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""
+        return text if len(text) <= LOG_TAIL_CHARS else "…" + text[-LOG_TAIL_CHARS:]
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def server_command(spec: ModelSpec, model_path: Path, port: int, options: ServerOptions) -> list[str]:
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", spec.alias,
+        "--host", HOST, "--port", str(port), "--n_ctx", str(spec.n_ctx), "--n_threads", str(options.threads),
+        "--n_batch", str(options.n_batch), "--interrupt_requests", "false", "--seed", str(options.seed),
+    ]
+    if spec.chat_format is not None:
+        command += ["--chat_format", spec.chat_format]
+    return command
+
+
+def wait_until_ready(server: RunningServer, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    last_problem = "no answer yet"
+    while time.monotonic() < deadline:
+        if not server.running():
+            raise ServerStartError(f"llama_cpp.server exited with code {server.process.returncode} before "
+                                   f"answering; log tail:\n{server.log_tail()}")
+        try:
+            response = httpx.get(f"{server.base_url}/models", timeout=5.0)
+        except httpx.HTTPError as exc:
+            last_problem = repr(exc)
+        else:
+            if response.status_code == 200:
+                return
+            last_problem = f"HTTP {response.status_code}"
+        time.sleep(POLL_INTERVAL_S)
+    raise ServerStartError(f"llama_cpp.server did not answer GET /v1/models within {timeout_s:g} s "
+                           f"({last_problem}); log tail:\n{server.log_tail()}")
+
+
+def stop(server: RunningServer) -> None:
+    if not server.running():
+        return
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait(timeout=STOP_GRACE_S)
+
+
+@contextmanager
+def llama_server(model: str, log_path: Path, port: int | None = None,
+                 options: ServerOptions | None = None) -> Iterator[RunningServer]:
+    """The named model served on 127.0.0.1; stopped (then killed) on exit."""
+    spec = MODELS[model]
+    chosen_port = port or free_port()
+    command = server_command(spec, spec.locate(), chosen_port, options or ServerOptions())
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    server = RunningServer(process=process, base_url=f"http://{HOST}:{chosen_port}/v1", alias=spec.alias,
+                           log_path=log_path)
+    try:
+        wait_until_ready(server)
+        yield server
+    finally:
+        stop(server)
+
+
+def build_features() -> dict[str, bool]:
+    """The CPU features the installed llama.cpp build uses, from its own system-info line.
+
+    Raises ImportError without llama-cpp-python. The line looks like ``CPU : SSE3 = 1 | AVX2 = 1 | ...``.
+    """
+    import llama_cpp  # the localmodel extra; imported here so the rest of bench runs without it
+
+    info = llama_cpp.llama_print_system_info().decode("utf-8", errors="replace")
+    features: dict[str, bool] = {}
+    for item in info.replace("\n", "|").split("|"):
+        name, sep, value = item.rpartition("=")
+        name = name.split(":")[-1].strip()
+        if sep and name and value.strip() in ("0", "1"):
+            features[name] = value.strip() == "1"
+    return features
