@@ -98,6 +98,9 @@ def user_turns(messages: Sequence[str | Mapping[str, object]]) -> list[str]:
     return turns
 
 
+ANSWER_MAX_TOKENS = 400  # a reply of a few paragraphs; longer is a model that does not stop
+
+
 class Memory:
     """Long-term memory about one user. See the README for a tour."""
 
@@ -211,16 +214,22 @@ class Memory:
             settings=self.premise_settings, meter=meter, history=history,
         )
 
-    def ask(self, question: str) -> Answer:
-        """Answer with the whole current state, the history, and premise notes in the system prompt."""
+    def ask(self, question: str, *, max_tokens: int = ANSWER_MAX_TOKENS) -> Answer:
+        """Answer with the whole current state, the history, and premise notes in the system prompt.
+
+        ``max_tokens`` bounds the reply (a slow local model may be capped to its first sentence or two).
+        """
         question = self._text(question)
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise InvalidInputError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         meter = UsageMeter()
         # One snapshot of the history for the premise notes and the context: they cannot disagree, and
         # right after a write (when the store does not cache yet) the history is read once, not twice.
         history = self.store.history(self.user)
         notes = self._premise_notes(question, meter, history)
         context = self._render_context(history, None)
-        text = self.llm.text(answer_messages(context, notes, question), purpose="answer", meter=meter)
+        text = self.llm.text(answer_messages(context, notes, question), purpose="answer", meter=meter,
+                             max_tokens=max_tokens)
         return Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))
 
     def find(self, query: str, k: int = 5) -> list[ScoredFact]:

@@ -210,6 +210,21 @@ def test_premise_notes_and_ask_warn_about_an_outdated_assumption(
     assert answer.usage.by_purpose["premise"].calls >= 1
 
 
+def test_ask_sends_its_reply_bound_and_refuses_a_bad_one(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.ask("What should I cook tonight?")
+    assert llamacpp_server.chat_requests("answer")[-1].max_tokens == 400
+    memory.ask("What should I cook tonight?", max_tokens=48)
+    assert llamacpp_server.chat_requests("answer")[-1].max_tokens == 48
+    sent = len(llamacpp_server.requests)
+    for bad in (0, -5, True, 2.5):
+        with pytest.raises(InvalidInputError, match="max_tokens"):
+            memory.ask("What should I cook tonight?", max_tokens=bad)  # type: ignore[arg-type]
+    assert len(llamacpp_server.requests) == sent
+
+
 def test_forgetting_the_new_fact_does_not_revive_the_old_one(
     llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, tmp_path: Path
 ) -> None:
