@@ -27,6 +27,7 @@ from bench.stale.dataset import (
     haystack_sessions,
     load_scenarios,
 )
+from bench.stale.deterministic import leading_answer
 from bench.stale.judge import JudgePrompt
 from bench.stale.linkage import linkage
 from bench.stale.records import ScenarioResult, read_results
@@ -68,11 +69,12 @@ def oracle_server() -> Iterator[ScriptedLLMServer]:
         yield server
 
 
-def external(server: ScriptedLLMServer, out: Path, *extra: str) -> list[str]:
-    """CLI arguments for a run against a server the test owns (so it can count the requests)."""
+def external(server: ScriptedLLMServer, out: Path, *extra: str, judge: str | None = "llm") -> list[str]:
+    """CLI arguments for a run against a server the test owns (so it can count the requests); the server's
+    scripted judge grades unless ``judge`` says otherwise (None: the harness's default)."""
     return ["run", "--data", str(CI_SKELETONS), "--base-url", server.base_url, "--model", "scripted",
             "--embed-base-url", server.base_url, "--embed-model", "hashed", "--filler-sessions", "2",
-            "--filler-turns", "1", "--out", str(out), "--no-progress", *extra]
+            "--filler-turns", "1", "--out", str(out), "--no-progress", *(["--judge", judge] if judge else []), *extra]
 
 
 def test_quick_run_scores_the_oracle_high_and_writes_the_report(tmp_path: Path) -> None:
@@ -103,6 +105,20 @@ def test_quick_run_scores_the_oracle_high_and_writes_the_report(tmp_path: Path) 
     assert main(["report", "--out", str(out), "--name", "quick", "--results-dir", str(reports)]) == 0
     markdown = (reports / "stale-quick.md").read_text(encoding="utf-8")
     assert "scripted (test double, not a model): oracle" in markdown
+    assert "not trustworthy" in markdown  # a judged run names its judge and says what it is worth
+    free = table_row(markdown, "## Judge-free scores", "memory")
+    assert free[1:6] == ["5", "0", "**100%**", "**100%**", "5"] and free[7:11] == ["100%", "0%", "0%", "100%"]
+    summary = json.loads((reports / "stale-quick.summary.json").read_text(encoding="utf-8"))
+    assert set(summary["systems"]) == set(SYSTEMS)
+    memory = summary["systems"]["memory"]
+    assert {k: memory[k] for k in ("scenarios", "errors", "sr_det", "keeps_new_det", "linkage_new_session",
+                                   "linkage_other", "linkage_missed", "nothing_extracted", "false_retirement_rate",
+                                   "m_new_kept")} == {
+        "scenarios": 5, "errors": 0, "sr_det": 1.0, "keeps_new_det": 1.0, "linkage_new_session": 1.0,
+        "linkage_other": 0.0, "linkage_missed": 0.0, "nothing_extracted": 0.0, "false_retirement_rate": 0.0,
+        "m_new_kept": 1.0}
+    assert memory["calls_per_scenario"] > summary["systems"]["naive-rag"]["calls_per_scenario"] > 0
+    assert summary["systems"]["naive-rag"]["linkage_new_session"] is None  # no graph, no linkage
     row = table_row(markdown, "## Accuracy (%)", "memory")
     assert row[1:4] == ["5", "0", "0"] and row[9] == "**100.0**" and row[10:12] == ["100.0", "100.0"]
     assert table_row(markdown, "## Linkage", "memory")[2] == "5 (100%)"
@@ -118,9 +134,55 @@ def test_negative_control_scores_low_and_linkage_counts_it_missed(tmp_path: Path
     links = [r.linkage for r in results(out, "memory").values()]
     assert [link.category if link else None for link in links] == ["missed"] * len(SCENARIOS)
     assert all(link is not None and link.still_current == link.old_facts == 1 for link in links)
+    assert all(link is not None and link.new_facts == link.new_facts_current == 0 for link in links)
     assert main(["report", "--out", str(out), "--name", "control", "--results-dir", str(tmp_path)]) == 0
     row = table_row((tmp_path / "stale-control.md").read_text(encoding="utf-8"), "## Accuracy (%)", "memory")
     assert row[9] == "**0.0**" and row[10] == "0.0"
+    summary = json.loads((tmp_path / "stale-control.summary.json").read_text(encoding="utf-8"))["systems"]
+    for system in SYSTEMS:  # "Yes" to the old state, "No" to the new one: neither deterministic score passes
+        assert (summary[system]["sr_det"], summary[system]["keeps_new_det"], summary[system]["both_right"]) == (
+            0.0, 0.0, 0)
+    assert (summary["memory"]["linkage_missed"], summary["memory"]["m_new_kept"]) == (1.0, 0.0)
+
+
+def test_judge_free_run_makes_no_judge_call_and_the_report_says_so(
+    tmp_path: Path, oracle_server: ScriptedLLMServer
+) -> None:
+    out = tmp_path / "free"
+    assert main(external(oracle_server, out, "--limit", "2", "--judge", "none", "--answer-max-tokens", "48")) == 0
+    assert oracle_server.chat_requests("judge") == oracle_server.chat_requests("judge_extras") == []
+    assert {r.max_tokens for r in oracle_server.chat_requests("answer")} == {48}
+    for system in SYSTEMS:
+        for result in results(out, system).values():
+            assert result.status == "ok" and result.grades == {} and result.usage["judge"] == {}
+    assert main(["report", "--out", str(out), "--name", "free", "--results-dir", str(tmp_path)]) == 0
+    markdown = (tmp_path / "stale-free.md").read_text(encoding="utf-8")
+    assert "judge: **none**" in markdown and "## Accuracy (%), judged" not in markdown
+    assert "answers capped at 48 tokens" in markdown
+    assert table_row(markdown, "## Judge-free scores", "memory")[3:6] == ["**100%**", "**100%**", "2"]
+    assert table_row(markdown, "## Every scenario", SCENARIOS[0].uid[:8])[3:6] == ["no", "yes", "not judged"]
+    # Without --judge-base-url a real-model run is judge-free by default; a judge is never the model by accident.
+    again = tmp_path / "default"
+    assert main(external(oracle_server, again, "--limit", "1", "--system", "naive-rag", judge=None)) == 0
+    assert json.loads((again / "run.json").read_text(encoding="utf-8"))["judge"] == "none"
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("No.", "no"), ("No, they moved to another city last spring.", "no"), ("Not anymore.", "no"),
+    ("No longer: they switched teams.", "no"), ("nope", "no"), ("**No** - the later message says otherwise", "no"),
+    ("Answer: No", "no"), ("Based on the conversation history, no, that changed.", "no"), ("Incorrect.", "no"),
+    ("Yes, still.", "yes"), ("Yes", "yes"), ("Still true: nothing since says otherwise.", "yes"),
+    ("\"Yes\" - they said so recently", "yes"), ("Correct, that holds.", "yes"), ("Of course.", "yes"),
+    ("I don't know.", "unclear"), ("I do not know whether that changed.", "unclear"),
+    ("No information about that.", "unclear"), ("There is no information on this.", "unclear"),
+    ("Not sure.", "unclear"), ("It is unclear from the history.", "unclear"), ("Yes and no.", "unclear"),
+    ("Based on the conversation history, does the user still walk to work?", "unclear"),  # an echoed question
+    ("- (nothing known yet)", "unclear"), ("Nothing suggests a change.", "unclear"), ("Noted!", "unclear"),
+    ("Yesterday they said so.", "unclear"), ("The user no longer walks to work.", "unclear"), ("", "unclear"),
+    ("What is true about the user now (most recent first):", "unclear"),  # a heading copied as the answer
+])
+def test_leading_answer_reads_the_first_yes_or_no(answer: str, expected: str) -> None:
+    assert leading_answer(answer) == expected
 
 
 def test_resumed_run_makes_no_llm_call_for_finished_scenarios(
@@ -263,13 +325,26 @@ def test_linkage_tells_the_new_sessions_retirement_from_an_unrelated_one() -> No
     filler.retire(seattle, unrelated)
     store.apply(filler.build())
     export = store.export_user(user)
-    assert linkage(export, "I've been  based in Seattle for the last few years.", "s02", "s30").model_dump() == {
-        "category": "retired_by_other_session", "old_facts": 1, "retired_by_new_session": 0,
-        "retired_by_other_session": 1, "still_current": 0, "source": "statement"}
-    assert linkage(export, "I've been based in Seattle for the last few years.", "s02", "s07").category == (
-        "retired_by_new_session")
-    assert linkage(export, "A statement nobody made.", "s02", "s07").source == "session"
-    assert linkage(export, "anything", "s99", "s07").category == "nothing_extracted"
+    assert linkage(export, "I've been  based in Seattle for the last few years.", "s02", "s30", "Moved.").model_dump(
+    ) == {"category": "retired_by_other_session", "old_facts": 1, "retired_by_new_session": 0,
+          "retired_by_other_session": 1, "still_current": 0, "source": "statement", "false_retirements": 1,
+          "new_facts": 0, "new_facts_current": 0, "new_source": "session"}
+    by_new = linkage(export, "I've been based in Seattle for the last few years.", "s02", "s07", "Lives in a flat")
+    assert (by_new.category, by_new.false_retirements, by_new.new_facts, by_new.new_facts_current) == (
+        "retired_by_new_session", 0, 1, 1)
+    assert linkage(export, "A statement nobody made.", "s02", "s07", "x").source == "session"
+    assert linkage(export, "anything", "s99", "s07", "x").category == "nothing_extracted"
+    later = SessionBuilder(user, "s30", date(2022, 1, 1))
+    said = later.say("We bought a house on the coast.")
+    house = later.fact("Lives in a house", "location", vec(4), sources=[said])
+    later.fact("Owns a kayak", "hobby", vec(5))  # from another message of the session: not the new statement
+    later.retire(unrelated, house)
+    store.apply(later.build())
+    final = linkage(store.export_user(user), "I've been based in Seattle for the last few years.", "s02", "s30",
+                    "We bought a house on the coast.")
+    # s07 retiring Seattle is false; s30 retiring the flat is the new session's own change.
+    assert (final.category, final.false_retirements, final.new_facts, final.new_facts_current, final.new_source) == (
+        "retired_by_other_session", 1, 1, 1, "statement")
 
 
 def test_judge_prompt_file_is_system_message_or_filled_template(tmp_path: Path) -> None:
@@ -304,7 +379,7 @@ def test_full_history_keeps_the_newest_turns_and_naive_rag_the_nearest_sentences
     with ScriptedLLMServer([Rule(purpose="answer", reply=Reply("scripted answer"))],
                            embedding_dimension=EMBEDDING_DIMENSION) as server:
         llm = LLM(base_url=server.base_url, model="scripted", api_key="x")
-        history = FullHistory(llm, max_chars=3 * 60)
+        history = FullHistory(llm, max_chars=3 * 60, answer_max_tokens=400)
         for session in sessions:
             history.ingest(session)
         probed = history.ask("What now?")
@@ -313,7 +388,8 @@ def test_full_history_keeps_the_newest_turns_and_naive_rag_the_nearest_sentences
         assert "topic9" in system and "topic7" in system and "topic6" not in system and TRUNCATION_NOTE in system
         assert system.index("topic7") < system.index("topic9")  # oldest first, as said
 
-        rag = NaiveRag(llm, APIEmbedder(base_url=server.base_url, model="hashed", api_key="x"), k=2)
+        rag = NaiveRag(llm, APIEmbedder(base_url=server.base_url, model="hashed", api_key="x"), k=2,
+                       answer_max_tokens=400)
         for session in sessions:
             rag.ingest(session)
         rag.ask("Tell me about topic3 and topic8")

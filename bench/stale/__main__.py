@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -26,12 +27,13 @@ from bench.stale.dataset import (
     load_scenarios,
 )
 from bench.stale.judge import EXTRAS_FILE, RUBRIC_FILE, Judge, JudgePrompt
-from bench.stale.report import generated_markdown, report_path
+from bench.stale.report import generated_markdown, report_path, summary_json, summary_json_path
 from bench.stale.runner import RunMismatchError, RunPlan, run
 from bench.stale.scripted import BEHAVIOURS, EMBEDDING_DIMENSION, LABEL, Behaviour, scripted_rules
 from bench.stale.systems import SYSTEMS, Resources
 from lastknown_graph.embedders import APIEmbedder, Embedder, LocalEmbedder
 from lastknown_graph.llm import LLM
+from lastknown_graph.memory import ANSWER_MAX_TOKENS
 from lastknown_graph.scripted_llm import ScriptedLLMServer
 from lastknown_graph.store import Neo4jStore, Store
 
@@ -67,6 +69,12 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--timeout-s", type=float, default=120.0, help="per request")
     go.add_argument("--max-retries", type=int, default=3,
                     help="per call, for the model and the judge: retries after a timeout, a 5xx or unreadable output")
+    go.add_argument("--judge", choices=("none", "llm"), default=None,
+                    help="none: judge-free, deterministic grades only (no judge call); llm: also ask a judge model "
+                         "for dim2/dim3 (default: llm when --judge-base-url is given or the run is scripted, else "
+                         "none; a judge below ~8B is not trustworthy)")
+    go.add_argument("--answer-max-tokens", type=int, default=ANSWER_MAX_TOKENS,
+                    help="bound on every system's answers (a slow local model: e.g. 48 keeps the first sentence)")
     go.add_argument("--judge-base-url", default=None, help="judge endpoint (default: --base-url)")
     go.add_argument("--judge-model", default=None, help="judge model (default: --model)")
     go.add_argument("--judge-api-key-env", default=None,
@@ -128,6 +136,10 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if behaviour is not None and args.base_url is not None:
         print("bench.stale: --scripted and --base-url exclude each other", file=sys.stderr)
         return 2
+    if args.answer_max_tokens < 1:
+        print("bench.stale: --answer-max-tokens must be at least 1", file=sys.stderr)
+        return 2
+    judged = args.judge == "llm" or (args.judge is None and (args.judge_base_url is not None or behaviour is not None))
     skeletons = args.skeletons or any(s.haystack_session is None for s in scenarios)
     layout = _layout(args)
     with contextlib.ExitStack() as stack:
@@ -161,7 +173,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             stack.callback(neo4j.close)
         judge_prompt = args.judge_prompt or RUBRIC_FILE
         extras_prompt = args.judge_extras_prompt or EXTRAS_FILE
-        judge = Judge(judge_llm, JudgePrompt.load(judge_prompt), JudgePrompt.load(extras_prompt))
+        judge = Judge(judge_llm, JudgePrompt.load(judge_prompt), JudgePrompt.load(extras_prompt)) if judged else None
         types = Counter(s.type for s in scenarios)
         meta = {
             "label": label, "data": _shown(data), "mode": "evidence-only" if skeletons else "full haystack",
@@ -170,10 +182,14 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "scenarios": len(scenarios), "types": ", ".join(f"{k} {v}" for k, v in sorted(types.items())),
             "model": args.model or (f"scripted-{behaviour}" if behaviour else "(server default)"),
             "base_url": "in-process scripted server" if behaviour else args.base_url or "LASTKNOWN_BASE_URL",
-            "judge_model": args.judge_model or args.model
-            or (f"scripted-{behaviour}" if behaviour else "(server default)"),
-            "judge_base_url": "in-process scripted server" if behaviour else args.judge_base_url or args.base_url,
-            "judge_prompt": _shown(judge_prompt), "extras_prompt": _shown(extras_prompt),
+            "judge": "llm" if judged else "none",
+            "judge_model": (args.judge_model or args.model
+                            or (f"scripted-{behaviour}" if behaviour else "(server default)")) if judged else None,
+            "judge_base_url": ("in-process scripted server" if behaviour else args.judge_base_url or args.base_url)
+            if judged else None,
+            "judge_prompt": _shown(judge_prompt) if judged else None,
+            "extras_prompt": _shown(extras_prompt) if judged else None,
+            "answer_max_tokens": args.answer_max_tokens,
             "embedder": embedder.name if behaviour is None else "scripted hashed-word vectors (384-d)",
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
             "history_max_chars": args.history_max_chars, "rag_k": args.rag_k,
@@ -183,7 +199,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                        out=args.out, workers=args.workers, retry_errors=args.retry_errors,
                        progress=not args.no_progress, meta=meta)
         resources = Resources(llm=llm, embedder=embedder, neo4j=neo4j, history_max_chars=args.history_max_chars,
-                              rag_k=args.rag_k)
+                              rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens)
         try:
             summary = run(plan, resources, judge)
         except RunMismatchError as exc:
@@ -202,7 +218,9 @@ def command_report(args: argparse.Namespace, argv: Sequence[str]) -> int:
     path = report_path(args.results_dir, name)
     write_generated(path, f"STALE benchmark: {name}",
                     generated_markdown(args.out, invocation("python -m bench.stale", argv)))
-    print(f"wrote {path}")
+    summary_path = summary_json_path(args.results_dir, name)
+    summary_path.write_text(json.dumps(summary_json(args.out), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {path} and {summary_path}")
     return 0
 
 

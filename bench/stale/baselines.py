@@ -32,9 +32,9 @@ def baseline_messages(heading: str, lines: list[str], question: str) -> list[dic
     return [{"role": "system", "content": system}, {"role": "user", "content": question}]
 
 
-def _answer(llm: LLM, messages: list[dict[str, str]], question: str) -> Probed:
+def _answer(llm: LLM, messages: list[dict[str, str]], question: str, max_tokens: int) -> Probed:
     meter = UsageMeter()
-    text = llm.text(messages, purpose="answer", meter=meter)
+    text = llm.text(messages, purpose="answer", meter=meter, max_tokens=max_tokens)
     return Probed(ProbeResult(question=question, answer=text), usage_report(meter))
 
 
@@ -44,6 +44,7 @@ class FullHistory:
 
     llm: LLM
     max_chars: int
+    answer_max_tokens: int
     name: str = "full-history"
     _lines: list[str] = field(default_factory=list)
 
@@ -59,7 +60,8 @@ class FullHistory:
                 break
             kept.append(line)
             budget -= len(line) + 1
-        return _answer(self.llm, baseline_messages(HISTORY_HEADING, kept[::-1], question), question)
+        return _answer(self.llm, baseline_messages(HISTORY_HEADING, kept[::-1], question), question,
+                       self.answer_max_tokens)
 
 
 def sentences(turn: str) -> list[str]:
@@ -73,6 +75,7 @@ class NaiveRag:
     llm: LLM
     embedder: Embedder
     k: int
+    answer_max_tokens: int
     name: str = "naive-rag"
     _lines: list[str] = field(default_factory=list)
     _vectors: list[list[float]] = field(default_factory=list)
@@ -97,4 +100,4 @@ class NaiveRag:
         else:
             top = []
         return _answer(self.llm, baseline_messages(RETRIEVED_HEADING, [self._lines[i] for i in top], question),
-                       question)
+                       question, self.answer_max_tokens)

@@ -8,31 +8,47 @@
 
 Old facts are those whose source messages include the message holding M_old. If no stored message holds
 M_old verbatim, every fact of the old session counts (``source = "session"``).
+
+Two more counts, also from the graph alone:
+
+- ``false_retirements``: facts of any session that a session other than M_new's retired or expired. In
+  evidence-only mode nothing else changes, so each one is a change the memory made up;
+- ``new_facts`` / ``new_facts_current``: the facts taken from the M_new statement (found the same way) and how
+  many of them are current at the end: a memory that notices the change but drops the new state has not
+  kept it.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from bench.stale.records import Linkage
-from lastknown_graph.models import FactStatus, UserExport
+from lastknown_graph.models import ExportedFact, FactStatus, UserExport
 
 
 def _normalised(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def linkage(export: UserExport, statement: str, old_session_id: str, new_session_id: str) -> Linkage:
+def statement_facts(
+    export: UserExport, statement: str, session_id: str
+) -> tuple[list[ExportedFact], Literal["statement", "session"]]:
+    """The facts sourced from the message holding ``statement`` in that session, else all of the session's."""
     wanted = _normalised(statement)
     statement_messages = {
         m.id for m in export.messages
-        if m.session_id == old_session_id and m.text is not None and wanted in _normalised(m.text)
+        if m.session_id == session_id and m.text is not None and wanted in _normalised(m.text)
     }
-    session_facts = [f for f in export.facts if f.session_id == old_session_id]
+    session_facts = [f for f in export.facts if f.session_id == session_id]
     if statement_messages:
-        old_facts = [f for f in session_facts if statement_messages & set(f.source_message_ids)]
-        source = "statement"
-    else:
-        old_facts = session_facts
-        source = "session"
+        return [f for f in session_facts if statement_messages & set(f.source_message_ids)], "statement"
+    return session_facts, "session"
+
+
+def linkage(export: UserExport, statement: str, old_session_id: str, new_session_id: str,
+            new_statement: str) -> Linkage:
+    old_facts, source = statement_facts(export, statement, old_session_id)
+    new_facts, new_source = statement_facts(export, new_statement, new_session_id)
     ended = {
         link.old_fact_id: link.session_id for link in export.replacements if link.relation in ("supersedes", "expires")
     }
@@ -47,5 +63,9 @@ def linkage(export: UserExport, statement: str, old_session_id: str, new_session
         category = "retired_by_other_session"
     else:
         category = "missed"
+    false_retirements = sum(1 for session in ended.values() if session != new_session_id)
     return Linkage(category=category, old_facts=len(old_facts), retired_by_new_session=by_new,
-                   retired_by_other_session=by_other, still_current=still, source=source)
+                   retired_by_other_session=by_other, still_current=still, source=source,
+                   false_retirements=false_retirements, new_facts=len(new_facts),
+                   new_facts_current=sum(1 for f in new_facts if f.status is FactStatus.CURRENT),
+                   new_source=new_source)

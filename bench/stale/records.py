@@ -44,6 +44,11 @@ class Linkage(Record):
     retired_by_other_session: int
     still_current: int
     source: Literal["statement", "session"]  # where the old facts were found
+    # None in records written before these were counted (they read as "not measured", never as 0).
+    false_retirements: int | None = None  # facts of any session retired or expired by a session other than M_new's
+    new_facts: int | None = None  # facts sourced from the M_new statement (or from its session, see new_source)
+    new_facts_current: int | None = None  # of those, current at the end
+    new_source: Literal["statement", "session"] | None = None
 
 
 class ScenarioResult(Record):

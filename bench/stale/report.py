@@ -1,6 +1,10 @@
 """The results file: accuracy per dimension and type, the extra columns, linkage and cost, from the JSONL.
 
-Scoring: a cell passes only when the judge said pass. A system error (ingest or answer failed) or a judge
+Judge-free scores come first (``bench/stale/deterministic.py``): state resolution and keeps-new-fact read from
+the answers' leading yes/no, linkage and false retirements from the graph. The judged sections appear only
+when the run had a judge. ``summary_json`` is the same judge-free summary for other tools.
+
+Judged scoring: a cell passes only when the judge said pass. A system error (ingest or answer failed) or a judge
 error (unusable judge output) is never a pass; both are counted in their own columns, so a run with many
 of either cannot pass for a good score. Overall = the mean of the six cells (T1, T2 x three dimensions),
 as in the paper.
@@ -14,6 +18,7 @@ from pathlib import Path
 from statistics import mean
 
 from bench._report import machine_lines, markdown_table
+from bench.stale.deterministic import leading_answer, summary
 from bench.stale.probes import DIMENSIONS
 from bench.stale.records import ScenarioResult, all_results, sum_counts, total
 from bench.stale.runner import RUN_FILE
@@ -126,11 +131,52 @@ def purpose_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list
     return rows
 
 
+def _fraction(value: object) -> str:
+    return "-" if not isinstance(value, float | int) else f"{value * 100:.0f}%"
+
+
+def _number(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def deterministic_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        numbers = summary(results)
+        rows.append([
+            system, numbers["scenarios"], numbers["errors"], f"**{_fraction(numbers['sr_det'])}**",
+            f"**{_fraction(numbers['keeps_new_det'])}**", numbers["both_right"],
+            f"{numbers['sr_unclear']} / {numbers['keeps_new_unclear']}", _fraction(numbers["linkage_new_session"]),
+            _fraction(numbers["nothing_extracted"]), _fraction(numbers["false_retirement_rate"]),
+            _fraction(numbers["m_new_kept"]), _number(numbers["answer_prompt_tokens"]),
+            _number(numbers["calls_per_scenario"]), _number(numbers["seconds_per_scenario"]),
+        ])
+    return rows
+
+
+def summary_json(out: Path) -> dict[str, object]:
+    """The judge-free summary per system, with the run's identity (``stale-<name>.summary.json``)."""
+    meta = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+    systems = [str(s) for s in meta.get("systems", [])]
+    results = all_results(out, systems)
+    keys = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "answer_max_tokens", "embedder",
+            "store", "command")
+    return {
+        "run": {k: meta.get(k) for k in keys},
+        "systems": {system: summary(list(results[system].values())) for system in systems if results[system]},
+    }
+
+
+def _lead(result: ScenarioResult, probe: str) -> str:
+    found = result.probes.get(probe)
+    return "-" if result.status == "error" or found is None else leading_answer(found.answer)
+
+
 def _mark(result: ScenarioResult, cell: str) -> str:
     if result.status == "error":
         return "error"
     if cell not in result.grades:
-        return "judge error"
+        return "judge error" if result.judge_errors else "not judged"
     return "pass" if result.grades[cell].passed else "fail"
 
 
@@ -139,10 +185,20 @@ def scenario_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[lis
     for system, results in by_system.items():
         for r in sorted(results, key=lambda r: (r.type, r.uid)):
             calls = sum(total(usage).calls for usage in r.usage.values())
-            rows.append([r.uid[:8], r.type, system, *(_mark(r, c) for c in (*DIMENSIONS, *EXTRAS)),
+            rows.append([r.uid[:8], r.type, system, _lead(r, "dim1"), _lead(r, "keeps_new"),
+                         *(_mark(r, c) for c in (*DIMENSIONS, *EXTRAS)),
                          r.linkage.category if r.linkage else "-", calls,
                          (r.error or "; ".join(r.judge_errors.values()) or "")[:120].replace("|", "/")])
     return rows
+
+
+def judge_line(meta: Mapping[str, object]) -> str:
+    if meta.get("judge") == "none":
+        return ("- judge: **none** (judge-free run): SR and keeps-new are read from the answers' leading yes/no, "
+                "linkage from the graph; premise resistance (dim2) and policy adaptation (dim3) are not graded")
+    return (f"- judge: {meta.get('judge_model')} at {meta.get('judge_base_url')}; prompt `{meta.get('judge_prompt')}` "
+            f"(extras: `{meta.get('extras_prompt')}`). **A judge below ~8B parameters is not trustworthy** (a 1.5B "
+            "judge passed an answer that repeated the question): read the judged columns as that judge's opinion")
 
 
 def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
@@ -152,9 +208,9 @@ def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
         f"- **What answered: {meta.get('label')}**",
         f"- data: `{meta.get('data')}` ({meta.get('scenarios')} scenarios, {meta.get('types')}); mode: {mode}"
         + (f", {layout}" if mode == "evidence-only" else ""),
-        f"- answering model: {meta.get('model')} at {meta.get('base_url')}; judge: {meta.get('judge_model')} at "
-        f"{meta.get('judge_base_url')}; judge prompt: `{meta.get('judge_prompt')}` "
-        f"(extras: `{meta.get('extras_prompt')}`)",
+        f"- answering model: {meta.get('model')} at {meta.get('base_url')}; answers capped at "
+        f"{meta.get('answer_max_tokens', 'the default')} tokens",
+        judge_line(meta),
         f"- embedder: {meta.get('embedder')}; memory store: {meta.get('store')}; full-history keeps the newest "
         f"{meta.get('history_max_chars')} characters; naive-rag puts the top {meta.get('rag_k')} sentences in "
         "the prompt",
@@ -169,9 +225,33 @@ def generated_markdown(out: Path, report_command: str) -> str:
     results = all_results(out, systems)
     by_system = {system: list(results[system].values()) for system in systems if results[system]}
     n = sum(len(v) for v in by_system.values())
+    judged = any(r.grades for results_of in by_system.values() for r in results_of)
     parts = ["## Setup", "", *setup_lines(meta, report_command), ""]
     parts += [
-        "## Accuracy (%)", "",
+        "## Judge-free scores", "",
+        "SR: the state-resolution (dim1) answer leads with a no; keeps new: the keeps-new-fact answer leads with a "
+        "yes (`bench/stale/deterministic.py` says how answers are read); both right: scenarios passing both (a "
+        "\"No\" to everything passes SR, a \"Yes\" to everything keeps-new, neither passes both). Unclear: "
+        "answers leading with neither. From the memory's graph: linkage (an M_old fact retired by the M_new "
+        "session), nothing extracted from M_old, false retirements (scenarios where a session other than M_new's "
+        "retired or expired a fact), M_new kept (a fact from the M_new statement is current at the end). Answer "
+        "prompt: mean prompt tokens of an answer call. Errors count as failures.", "",
+        *markdown_table(["system", "scenarios", "errors", "SR", "keeps new", "both right", "unclear SR / keeps",
+                         "linkage new session", "nothing extracted", "false retirements", "M_new kept",
+                         "answer prompt tokens", "calls / scenario", "seconds / scenario"],
+                        deterministic_rows(by_system)),
+        "",
+    ]
+    if judged:
+        parts += judged_sections(by_system)
+    parts += graph_and_cost_sections(by_system, n)
+    parts += ["", "## For comparison", "", PUBLISHED, "", "## Machine", "", *machine_lines()]
+    return "\n".join(parts)
+
+
+def judged_sections(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[str]:
+    return [
+        "## Accuracy (%), judged", "",
         "SR = state resolution (dim1), PR = premise resistance (dim2), IPA = implicit policy adaptation (dim3), each "
         "pooled over T1 and T2; T1 / T2 = mean of that type's three dimensions; overall = mean of the six cells. "
         "Keeps new fact: the answer affirms the NEW state still holds. Right reason: the state-resolution answer names "
@@ -180,11 +260,16 @@ def generated_markdown(out: Path, report_command: str) -> str:
                          "overall", "keeps new fact", "right reason"], accuracy_rows(by_system)),
         "", "## The six cells (%)", "",
         *markdown_table(["system", "T1 SR", "T1 PR", "T1 IPA", "T2 SR", "T2 PR", "T2 IPA"], cell_rows(by_system)),
+        "",
     ]
+
+
+def graph_and_cost_sections(by_system: Mapping[str, Sequence[ScenarioResult]], n: int) -> list[str]:
+    parts: list[str] = []
     linked = linkage_rows(by_system)
     if linked:
         parts += [
-            "", "## Linkage (from the graph, no judge)", "",
+            "## Linkage (from the graph, no judge)", "",
             "Facts extracted from the M_old statement: retired by a fact whose retirement the new-state session "
             "caused, retired by another session, still current (missed), or no fact extracted at all. "
             "\"by session\" counts scenarios where M_old was not found verbatim in a stored message, so all facts "
@@ -207,13 +292,19 @@ def generated_markdown(out: Path, report_command: str) -> str:
     if n <= MAX_SCENARIO_ROWS * max(1, len(by_system)):
         parts += [
             "", "## Every scenario", "",
-            *markdown_table(["uid", "type", "system", "dim1", "dim2", "dim3", "keeps new", "right reason", "linkage",
-                             "calls", "error"], scenario_rows(by_system), align_left=10),
+            "dim1 / keeps new read: the leading yes/no of those answers; dim1 ... right reason: the judge's "
+            "grades (\"not judged\" in a judge-free run).", "",
+            *markdown_table(["uid", "type", "system", "dim1 read", "keeps new read", "dim1", "dim2", "dim3",
+                             "keeps new", "right reason", "linkage", "calls", "error"], scenario_rows(by_system),
+                            align_left=12),
         ]
-    parts += ["", "## For comparison", "", PUBLISHED, "", "## Machine", "", *machine_lines()]
-    return "\n".join(parts)
+    return parts
 
 
 def report_path(results_dir: Path, name: str) -> Path:
     return results_dir / f"stale-{name}.md"
+
+
+def summary_json_path(results_dir: Path, name: str) -> Path:
+    return results_dir / f"stale-{name}.summary.json"
 

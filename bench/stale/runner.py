@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
 # A resumed run must not mix answers from another model, judge, data or layout into the same files.
-IDENTITY_KEYS = ("label", "data", "mode", "layout", "model", "judge_model", "judge_prompt")
+IDENTITY_KEYS = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "judge_prompt",
+                 "answer_max_tokens")
 
 
 class RunMismatchError(Exception):
@@ -80,7 +81,8 @@ def _strings(value: object) -> list[str]:
 
 
 def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources: Resources,
-                 judge: Judge) -> ScenarioResult:
+                 judge: Judge | None) -> ScenarioResult:
+    """Feed, ask, link; then judge, unless the run is judge-free (``judge`` None: deterministic grades only)."""
     sessions = scenario_sessions(scenario, plan.skeletons, plan.layout)
     user_id = user_id_for(scenario)
     base = {"uid": scenario.uid, "type": scenario.type, "system": system_name, "user_id": user_id,
@@ -108,6 +110,8 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
             usage["ingest"] = system.ingest_usage
         return ScenarioResult(**base, status="error", error=f"{type(exc).__name__}: {exc}", probes=probes,
                               usage=usage, seconds=seconds)
+    if judge is None:
+        return ScenarioResult(**base, status="ok", probes=probes, linkage=linkage, usage=usage, seconds=seconds)
     started = time.perf_counter()
     judgement = judge.grade(scenario, probes)
     seconds["judge"] = time.perf_counter() - started
@@ -131,7 +135,7 @@ def pending(plan: RunPlan) -> tuple[list[tuple[Scenario, str]], int]:
     return todo, done
 
 
-def run(plan: RunPlan, resources: Resources, judge: Judge,
+def run(plan: RunPlan, resources: Resources, judge: Judge | None,
         on_result: Callable[[ScenarioResult], None] | None = None) -> RunSummary:
     check_identity(plan.out, {**plan.meta, "systems": plan.systems})
     todo, done = pending(plan)

@@ -1,25 +1,28 @@
 """Scripted behaviour for quick runs: a transparent oracle built from the scenarios, and a negative control.
 
-This is a TEST DOUBLE (lastknown_graph.scripted_llm), not a model. It proves that the harness feeds,
-asks, grades, links and counts correctly: the oracle must score high, the control low. Its numbers say
-nothing about any model or about the memory's quality.
+This is a TEST DOUBLE (lastknown_graph.scripted_llm), not a model. It proves that the harness feeds, asks, grades,
+links and counts correctly: the oracle must score high, the control low. Its numbers say nothing about any model or
+about the memory's quality.
 
 The oracle:
-- extraction: a message holding M_old yields one fact, the statement itself (topic ``tracked_state``); a
-  message holding M_new yields the new statement on the same topic; filler yields no fact;
-- stage 1 gives P(still true) = 0.05 for the (old, new) pair of a scenario, 0.97 for anything else; stage 2
-  says ``no_longer_true`` for that pair with the scenario's explanation as the reason;
-- the answer model reads only the SYSTEM message (the memory's context, or a baseline's pasted history) and
-  answers with the latest state it sees there: "the later statement holds ... later they said <M_new>" when it sees
-  both statements, the new statement when it sees only that, the old one when it sees only that, and "I have
-  no information" when it sees neither. The question is never read, so a question that quotes M_new (the
-  keeps-new probe) cannot leak the answer;
-- the judge passes a dimension answer that quotes the new statement, passes keeps-new likewise, and passes
-  right-reason when the state-resolution answer quotes both the old and the new statement.
+- extraction: a message holding M_old yields one fact, the statement itself (topic ``tracked_state``); a message
+  holding M_new yields the new statement on the same topic; filler yields no fact;
+- stage 1 gives P(still true) = 0.05 for the (old, new) pair of a scenario, 0.97 for anything else; stage 2 says
+  ``no_longer_true`` for that pair with the scenario's explanation as the reason;
+- the answer model reads the question only to tell which probe it is (the state-resolution probe, the keeps-new
+  probe, or another); what it answers comes from the SYSTEM message only (the memory's context, or a baseline's
+  pasted history). To the state-resolution probe it leads with "No." when it sees the new statement and "Yes:" when
+  it sees only the old one; to the keeps-new probe with "Yes." when it sees the new statement and "No:" when it
+  sees only the old one. Otherwise it answers with the latest state it sees: "the later statement holds ... later
+  they said <M_new>" when it sees both statements, the new statement when it sees only that, the old one when it
+  sees only that, and "I have no information" when it sees neither. Beyond telling the probe, the
+  question is never read, so a question that quotes M_new (the keeps-new probe) cannot leak the answer;
+- the judge passes a dimension answer that quotes the new statement, passes keeps-new likewise, and passes right-
+  reason when the state-resolution answer quotes both the old and the new statement.
 
-The control extracts M_old but nothing from the new session, and its answer model always goes by the OLD
-statement when it sees one (a memory that missed the change, and a reader that trusts the first thing it
-read). Same judge.
+The control extracts M_old but nothing from the new session, and its answer model always goes by the OLD statement
+when it sees one ("Yes:" to the state-resolution probe, "No:" to the keeps-new probe) (a memory that missed the
+change, and a reader that trusts the first thing it read). Same judge.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any, Final, Literal
 from bench.stale.baselines import sentences
 from bench.stale.dataset import Scenario
 from bench.stale.judge import EXTRAS_PURPOSE, JUDGE_PURPOSE
+from bench.stale.probes import keeps_new_question
 from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule
 
 Behaviour = Literal["oracle", "control"]
@@ -87,6 +91,18 @@ def old_answer(scenario: Scenario) -> str:
     return f'Yes: the user said "{key(scenario.M_old)}", and nothing since says otherwise.'
 
 
+def still_old_answer(scenario: Scenario) -> str:
+    """To "is the NEW statement still true?" from a reader that only trusts the old one."""
+    return f'No: the user said "{key(scenario.M_old)}", and nothing since says otherwise.'
+
+
+def _asked(question: str, *statements: str) -> Callable[[RecordedRequest], bool]:
+    """This exact probe, with every statement shown in the system message: the question says which probe it
+    is, what the system message shows decides the answer."""
+    return lambda request: request.last_user_message == question and all(
+        shows(request.system_message, s) for s in statements)
+
+
 def _in_user(statement: str) -> Callable[[RecordedRequest], bool]:
     return lambda request: shows(request.last_user_message, statement)
 
@@ -98,8 +114,15 @@ def _in_system(*statements: str) -> Callable[[RecordedRequest], bool]:
 def _scenario_rules(scenario: Scenario, behaviour: Behaviour) -> list[Rule]:
     old, new = scenario.M_old, scenario.M_new
     rules = [Rule(purpose="extraction", when=_in_user(old), reply=Reply.json({"facts": [_fact(old)]}))]
+    state_question = scenario.probing_queries.dim1_query
+    new_question = keeps_new_question(scenario)
     if behaviour == "oracle":
         rules += [
+            Rule(purpose="answer", when=_asked(state_question, old, new), reply="No. " + changed_answer(scenario)),
+            Rule(purpose="answer", when=_asked(state_question, new), reply="No. " + new_answer(scenario)),
+            Rule(purpose="answer", when=_asked(state_question, old), reply=old_answer(scenario)),
+            Rule(purpose="answer", when=_asked(new_question, new), reply="Yes. " + new_answer(scenario)),
+            Rule(purpose="answer", when=_asked(new_question, old), reply=still_old_answer(scenario)),
             Rule(purpose="extraction", when=_in_user(new), reply=Reply.json({"facts": [_fact(new)]})),
             Rule(purpose="stage1", when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
                  reply=Reply.yes(0.05)),
@@ -110,7 +133,8 @@ def _scenario_rules(scenario: Scenario, behaviour: Behaviour) -> list[Rule]:
             Rule(purpose="answer", when=_in_system(old), reply=old_answer(scenario)),
         ]
     else:
-        rules += [Rule(purpose="answer", when=_in_system(old), reply=old_answer(scenario))]
+        rules += [Rule(purpose="answer", when=_asked(new_question, old), reply=still_old_answer(scenario)),
+                  Rule(purpose="answer", when=_in_system(old), reply=old_answer(scenario))]
     return rules
 
 

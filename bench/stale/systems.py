@@ -15,7 +15,7 @@ from bench.stale.linkage import linkage
 from bench.stale.records import Linkage, Probed, ProbeResult, add_usage
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM
-from lastknown_graph.memory import Memory
+from lastknown_graph.memory import ANSWER_MAX_TOKENS, Memory
 from lastknown_graph.reports import UsageCounts
 from lastknown_graph.store import EmbeddedStore, Store
 
@@ -38,6 +38,7 @@ class MemorySystem:
     """lastknown_graph's Memory: write() per session, ask() per probe; usage kept from every write."""
 
     memory: Memory
+    answer_max_tokens: int
     name: str = MEMORY
     ingest_usage: dict[str, UsageCounts] = field(default_factory=dict)
 
@@ -46,13 +47,13 @@ class MemorySystem:
         add_usage(self.ingest_usage, report.usage)
 
     def ask(self, question: str) -> Probed:
-        answer = self.memory.ask(question)
+        answer = self.memory.ask(question, max_tokens=self.answer_max_tokens)
         return Probed(ProbeResult(question=question, answer=answer.text, premise_notes=answer.premise_notes),
                       answer.usage)
 
     def linkage(self, scenario: Scenario) -> Linkage:
         return linkage(self.memory.export(), scenario.M_old, f"s{scenario.old_index:02d}",
-                       f"s{scenario.new_index:02d}")
+                       f"s{scenario.new_index:02d}", scenario.M_new)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class Resources:
     neo4j: Store | None
     history_max_chars: int
     rag_k: int
+    answer_max_tokens: int = ANSWER_MAX_TOKENS  # every system's answers get the same bound
 
 
 def user_id_for(scenario: Scenario) -> str:
@@ -74,9 +76,10 @@ def user_id_for(scenario: Scenario) -> str:
 def make_system(name: str, resources: Resources, user_id: str) -> System:
     if name == MEMORY:
         store = resources.neo4j if resources.neo4j is not None else EmbeddedStore(None)
-        return MemorySystem(Memory(resources.llm, resources.embedder, user=user_id, store=store))
+        return MemorySystem(Memory(resources.llm, resources.embedder, user=user_id, store=store),
+                            resources.answer_max_tokens)
     if name == FULL_HISTORY:
-        return FullHistory(resources.llm, resources.history_max_chars)
+        return FullHistory(resources.llm, resources.history_max_chars, resources.answer_max_tokens)
     if name == NAIVE_RAG:
-        return NaiveRag(resources.llm, resources.embedder, resources.rag_k)
+        return NaiveRag(resources.llm, resources.embedder, resources.rag_k, resources.answer_max_tokens)
     raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEMS)}")
