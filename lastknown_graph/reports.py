@@ -92,6 +92,7 @@ class KeptFact(Report):
     against: str
     stage: str
     still_true_probability: float | None
+    reason: str = ""  # stage 2's reasoning, or why the rules kept it
 
 
 class WriteReport(Report):

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bench.stale.__main__ import main
+from bench.stale.__main__ import first_per_type, main
 from bench.stale.baselines import TRUNCATION_NOTE, FullHistory, NaiveRag
 from bench.stale.dataset import (
     CI_SKELETONS,
@@ -99,6 +99,8 @@ def test_quick_run_scores_the_oracle_high_and_writes_the_report(tmp_path: Path) 
         assert (result.linkage.category, result.linkage.source) == ("retired_by_new_session", "statement")
         assert result.usage["ingest"]["extraction"].calls == result.sessions  # one extraction per conversation
         assert result.usage["ingest"]["stage2"].calls >= 1
+        [change] = [c for c in result.checks if c.changed]  # the scenario's own pair, as stage 1 scored it
+        assert change.retired and change.stage == "stage2" and change.still_true_probability == pytest.approx(0.05)
     for system in ("full-history", "naive-rag"):
         assert all(r.linkage is None and r.usage["ingest"] == {} for r in results(out, system).values())
 
@@ -165,6 +167,13 @@ def test_judge_free_run_makes_no_judge_call_and_the_report_says_so(
     again = tmp_path / "default"
     assert main(external(oracle_server, again, "--limit", "1", "--system", "naive-rag", judge=None)) == 0
     assert json.loads((again / "run.json").read_text(encoding="utf-8"))["judge"] == "none"
+
+
+def test_per_type_takes_the_first_scenarios_of_each_type() -> None:
+    chosen = first_per_type(SCENARIOS, 1)
+    assert [s.type for s in chosen] == ["T1", "T2"]
+    assert chosen == [next(s for s in SCENARIOS if s.type == "T1"), next(s for s in SCENARIOS if s.type == "T2")]
+    assert first_per_type(SCENARIOS, 9) == sorted(SCENARIOS, key=lambda s: s.type)  # fewer than asked: all of them
 
 
 @pytest.mark.parametrize(("answer", "expected"), [

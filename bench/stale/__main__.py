@@ -24,6 +24,7 @@ from bench.stale.dataset import (
     SHARED_SKELETONS,
     DataError,
     Layout,
+    Scenario,
     load_scenarios,
 )
 from bench.stale.judge import EXTRAS_FILE, RUBRIC_FILE, Judge, JudgePrompt
@@ -92,6 +93,8 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--out", type=Path, required=True, help="directory for run.json and one JSONL per system")
     go.add_argument("--workers", type=int, default=2, help="scenarios in flight at once")
     go.add_argument("--limit", type=int, default=None, help="first N scenarios only")
+    go.add_argument("--per-type", type=int, default=None,
+                    help="the first N scenarios of each type (T1, T2), in file order; then --limit applies")
     go.add_argument("--quick", action="store_true",
                     help=f"CI size: {QUICK_SCENARIOS} scenarios, {QUICK_LAYOUT.filler_sessions} short filler sessions")
     go.add_argument("--filler-sessions", type=int, default=None,
@@ -109,6 +112,12 @@ def parser() -> argparse.ArgumentParser:
                       help="results file name: stale-<name>.md (default: the --out folder name)")
     show.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the results file goes")
     return top
+
+
+def first_per_type(scenarios: Sequence[Scenario], n: int) -> list[Scenario]:
+    """The first ``n`` of each type, all T1 first (the order of the types' first appearance), then T2."""
+    kinds = list(dict.fromkeys(s.type for s in scenarios))
+    return [s for kind in kinds for s in [x for x in scenarios if x.type == kind][:n]]
 
 
 def _key(variable: str | None) -> str | None:
@@ -130,6 +139,8 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except DataError as exc:
         print(f"bench.stale: {exc}", file=sys.stderr)
         return 2
+    if args.per_type is not None:
+        scenarios = first_per_type(scenarios, args.per_type)
     limit = args.limit if args.limit is not None else (QUICK_SCENARIOS if args.quick else None)
     scenarios = scenarios[:limit] if limit is not None else scenarios
     behaviour: Behaviour | None = args.scripted or ("oracle" if args.quick and args.base_url is None else None)

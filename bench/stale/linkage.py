@@ -45,6 +45,10 @@ def statement_facts(
     return session_facts, "session"
 
 
+def old_fact_ids(export: UserExport, statement: str, old_session_id: str) -> set[str]:
+    return {f.id for f in statement_facts(export, statement, old_session_id)[0]}
+
+
 def linkage(export: UserExport, statement: str, old_session_id: str, new_session_id: str,
             new_statement: str) -> Linkage:
     old_facts, source = statement_facts(export, statement, old_session_id)

@@ -51,6 +51,22 @@ class Linkage(Record):
     new_source: Literal["statement", "session"] | None = None
 
 
+class PairCheck(Record):
+    """One (earlier fact, later fact) pair the memory checked while writing a session, and what it decided."""
+
+    session: str
+    earlier_id: str
+    earlier: str
+    later: str
+    stage: str  # stage1: not flagged; stage2: decided by the reasoning call; evidence / resisted: volatility rules
+    still_true_probability: float | None  # stage 1's P(earlier still true); None without logprobs
+    retired: bool
+    reason: str = ""
+    # The pair the scenario is about: the earlier fact came from the M_old statement and the check ran in the
+    # M_new session. None until the scenario's graph is read.
+    changed: bool | None = None
+
+
 class ScenarioResult(Record):
     uid: str
     type: Literal["T1", "T2"]
@@ -64,6 +80,7 @@ class ScenarioResult(Record):
     grades: dict[str, Grade] = Field(default_factory=dict)
     judge_errors: dict[str, str] = Field(default_factory=dict)  # judge call -> why its output was unusable
     linkage: Linkage | None = None
+    checks: list[PairCheck] = Field(default_factory=list)  # memory only
     usage: dict[str, dict[str, UsageCounts]] = Field(default_factory=dict)  # phase -> purpose -> counts
     seconds: dict[str, float] = Field(default_factory=dict)  # phase -> wall time
 

@@ -99,6 +99,28 @@ def linkage_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list
     return rows
 
 
+STAGE1_BINS = (0.2, 0.4, 0.6, 0.8, 0.95)  # upper bounds; the last bin is [0.95, 1]
+
+
+def stage1_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    """Stage 1's P(earlier still true) for the scenario's own change and for every other pair checked."""
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        checks = [c for r in results for c in r.checks]
+        if not checks:
+            continue
+        for label, chosen in (("changed (M_old fact, M_new session)", [c for c in checks if c.changed]),
+                              ("other pairs", [c for c in checks if not c.changed])):
+            probabilities = sorted(c.still_true_probability for c in chosen if c.still_true_probability is not None)
+            bins = [0] * (len(STAGE1_BINS) + 1)
+            for p in probabilities:
+                bins[next((i for i, bound in enumerate(STAGE1_BINS) if p < bound), len(STAGE1_BINS))] += 1
+            median = f"{probabilities[len(probabilities) // 2]:.2f}" if probabilities else "-"
+            rows.append([system, label, len(chosen), *bins, median, sum(c.stage != "stage1" for c in chosen),
+                         sum(c.retired for c in chosen)])
+    return rows
+
+
 def _per_scenario(value: int, n: int) -> str:
     return f"{value / max(1, n):.1f}"
 
@@ -277,6 +299,16 @@ def graph_and_cost_sections(by_system: Mapping[str, Sequence[ScenarioResult]], n
             "",
             *markdown_table(["system", "scenarios", "retired by new session", "retired by other session", "missed",
                              "nothing extracted", "by session"], linked),
+        ]
+    checked = stage1_rows(by_system)
+    if checked:
+        parts += [
+            "", "## Stage 1 on this run", "",
+            "P(earlier fact still true) from stage 1, for the pairs the scenario is about (a fact from the M_old "
+            "statement checked in the M_new session) and for every other pair checked. A pair below the flag bar "
+            "goes to stage 2 (\"to stage 2\" also counts pairs decided by the volatility rules).", "",
+            *markdown_table(["system", "pairs", "n", "p < 0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-0.95",
+                             "p >= 0.95", "median", "to stage 2", "retired"], checked, align_left=2),
         ]
     parts += [
         "", "## Cost per scenario (mean)", "",

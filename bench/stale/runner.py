@@ -105,19 +105,22 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
             add_usage(usage["answer"], probed.usage)
         seconds["answer"] = time.perf_counter() - started
         linkage = system.linkage(scenario) if isinstance(system, MemorySystem) else None
+        checks = system.labelled_checks(scenario) if isinstance(system, MemorySystem) else []
     except LastknownError as exc:
         if isinstance(system, MemorySystem):
             usage["ingest"] = system.ingest_usage
         return ScenarioResult(**base, status="error", error=f"{type(exc).__name__}: {exc}", probes=probes,
                               usage=usage, seconds=seconds)
     if judge is None:
-        return ScenarioResult(**base, status="ok", probes=probes, linkage=linkage, usage=usage, seconds=seconds)
+        return ScenarioResult(**base, status="ok", probes=probes, linkage=linkage, checks=checks, usage=usage,
+                              seconds=seconds)
     started = time.perf_counter()
     judgement = judge.grade(scenario, probes)
     seconds["judge"] = time.perf_counter() - started
     add_usage(usage["judge"], judgement.usage)
     return ScenarioResult(**base, status="ok", probes=probes, grades=judgement.grades,
-                          judge_errors=judgement.errors, linkage=linkage, usage=usage, seconds=seconds)
+                          judge_errors=judgement.errors, linkage=linkage, checks=checks, usage=usage,
+                          seconds=seconds)
 
 
 def pending(plan: RunPlan) -> tuple[list[tuple[Scenario, str]], int]:

@@ -11,8 +11,8 @@ from typing import Final, Protocol
 
 from bench.stale.baselines import FullHistory, NaiveRag
 from bench.stale.dataset import Scenario, Session
-from bench.stale.linkage import linkage
-from bench.stale.records import Linkage, Probed, ProbeResult, add_usage
+from bench.stale.linkage import linkage, old_fact_ids
+from bench.stale.records import Linkage, PairCheck, Probed, ProbeResult, add_usage
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS, Memory
@@ -41,10 +41,31 @@ class MemorySystem:
     answer_max_tokens: int
     name: str = MEMORY
     ingest_usage: dict[str, UsageCounts] = field(default_factory=dict)
+    checks: list[PairCheck] = field(default_factory=list)
 
     def ingest(self, session: Session) -> None:
         report = self.memory.write(list(session.user_turns), date=session.day, session=session.id)
         add_usage(self.ingest_usage, report.usage)
+        self.checks += [
+            PairCheck(session=session.id, earlier_id=kept.fact_id, earlier=kept.text, later=kept.against,
+                      stage=kept.stage, still_true_probability=kept.still_true_probability, retired=False,
+                      reason=kept.reason)
+            for kept in report.kept
+        ]
+        self.checks += [
+            PairCheck(session=session.id, earlier_id=retired.old_fact_id, earlier=retired.old_text,
+                      later=retired.new_text, stage=retired.stage,
+                      still_true_probability=retired.still_true_probability, retired=True,
+                      reason=retired.reason)
+            for retired in report.retired
+        ]
+
+    def labelled_checks(self, scenario: Scenario) -> list[PairCheck]:
+        """The pair checks, each marked whether it is the scenario's change (M_old's fact, in M_new's session)."""
+        old_ids = old_fact_ids(self.memory.export(), scenario.M_old, f"s{scenario.old_index:02d}")
+        new_session = f"s{scenario.new_index:02d}"
+        return [c.model_copy(update={"changed": c.session == new_session and c.earlier_id in old_ids})
+                for c in self.checks]
 
     def ask(self, question: str) -> Probed:
         answer = self.memory.ask(question, max_tokens=self.answer_max_tokens)

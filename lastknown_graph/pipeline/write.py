@@ -282,7 +282,8 @@ def plan_write(
                 # The new fact already replaced another fact, so it cannot become evidence; the
                 # well-confirmed fact still does not yield to it.
                 plan.kept.append(KeptFact(fact_id=earlier.id, text=earlier.text, against=fact.text,
-                                          stage="resisted", still_true_probability=decision.still_true_probability))
+                                          stage="resisted", still_true_probability=decision.still_true_probability,
+                                          reason=decision.reason))
                 continue
             if resisted:
                 # A weak blip against a well-confirmed, stable fact: kept as evidence, not acted on.
@@ -311,7 +312,8 @@ def plan_write(
             else:
                 plan.kept.append(KeptFact(fact_id=earlier.id, text=earlier.text, against=fact.text,
                                           stage=decision.stage,
-                                          still_true_probability=decision.still_true_probability))
+                                          still_true_probability=decision.still_true_probability,
+                                          reason=decision.reason))
         if added is not None and kind is FactKind.STATE:
             # The roles turn round: is this conversation's fact still true once the later fact holds?
             as_stored = Fact(
