@@ -19,7 +19,8 @@ from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.prompts.extraction import EXAMPLE_ANSWER
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import Store
 from tests.builders import new_user
 
@@ -61,15 +62,15 @@ def scenario_rules() -> list[Rule]:
         Rule(purpose="extraction", contains="outgrew", reply=Reply.json({"facts": [
             fact("Is no longer allergic to peanuts", "allergy"),
         ]})),
-        Rule(purpose="stage1", contains=["Is allergic to peanuts", "no longer allergic"], reply=Reply.yes(0.03)),
+        Rule(purpose="stage1", contains=["Is allergic to peanuts", "no longer allergic"], reply=still_true(0.03)),
         Rule(purpose="stage2", contains=["Is allergic to peanuts", "no longer allergic"], reply=Reply.json({
             "reasoning": "The user outgrew the allergy.", "verdict": "no_longer_true"})),
         Rule(purpose="extraction", contains="now work as a nurse", reply=Reply.json({"facts": [
             fact("Works as a nurse", "job"),
         ]})),
-        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=Reply.yes(0.1)),
-        Rule(purpose="stage1", contains=["Works at a bakery", "nurse"], reply=Reply.yes(0.05)),
-        Rule(purpose="stage1", reply=Reply.yes(0.97)),
+        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.1)),
+        Rule(purpose="stage1", contains=["Works at a bakery", "nurse"], reply=still_true(0.05)),
+        Rule(purpose="stage1", reply=still_true(0.97)),
         Rule(purpose="stage2", contains=["Lives in Portland", "desert"], reply=Reply.json({
             "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
             "verdict": "no_longer_true"})),
@@ -223,6 +224,27 @@ def test_ask_sends_its_reply_bound_and_refuses_a_bad_one(
         with pytest.raises(InvalidInputError, match="max_tokens"):
             memory.ask("What should I cook tonight?", max_tokens=bad)  # type: ignore[arg-type]
     assert len(llamacpp_server.requests) == sent
+
+
+def test_facts_copied_from_the_prompts_example_are_dropped_and_unsourced_statements_kept_as_inferred(
+    embedder: LocalEmbedder, store: Store
+) -> None:
+    example = EXAMPLE_ANSWER.facts[0].text
+    said = "Spent the whole weekend repainting the hallway a pale green."
+    rules = [Rule(purpose="extraction", contains="repainting", reply=Reply.json({"facts": [
+        fact(example.upper(), "job"),  # the prompt's worked example, copied: the user never said it
+        fact("Repainted the hallway pale green", "home"),
+        fact("Works as a carpenter", "job"),  # stated, but in none of the user's words
+    ]})), *scenario_rules()]
+    with ScriptedLLMServer(rules, **SERVERS["llamacpp_like"]) as scripted:
+        memory = memory_for(scripted, embedder, store)
+        report = memory.write([said], date="2024-03-02", session="s-paint")
+        extraction_request = scripted.chat_requests("extraction")[-1]
+    assert [(r.text, r.reason) for r in report.rejected] == [(example.upper(), "copied from the prompt's example")]
+    assert sorted((a.text, a.inferred) for a in report.added) == [
+        ("Repainted the hallway pale green", False), ("Works as a carpenter", True)]
+    # The example reaches the model as an earlier exchange, before the user's own messages.
+    assert example in json.dumps(extraction_request.messages[:-1]) and said in extraction_request.last_user_message
 
 
 def test_forgetting_the_new_fact_does_not_revive_the_old_one(

@@ -1,4 +1,5 @@
-"""Grounding: a fact the user stated must not carry names or numbers the user never wrote.
+"""Grounding: a fact the user stated must not carry names or numbers the user never wrote; one that shares no
+word with what they wrote is not a statement (the pipeline keeps it as inferred).
 
 The model proposes, the code decides: an extraction that invents "Kiwi" as the user's
 name loses that fact here instead of making the mistake permanent.
@@ -72,6 +73,16 @@ _STEM_CHARS = 5  # "bakery" and "baker", "moved" and "moving" share their first 
 
 def _stems(text: str) -> set[str]:
     return {w.lower()[:_STEM_CHARS] for w in _WORD.findall(text) if len(w) > 2 and w.lower() not in _FILLER}
+
+
+def shares_no_word(fact_text: str, user_messages: list[str]) -> bool:
+    """True when the fact has content words and none of them (by stem) is in the user's messages.
+
+    A stated fact is the user's words restated; one with nothing in common with them is an implication
+    ("I outgrew it") or was written from elsewhere (a job copied from a schema's description).
+    """
+    wanted = _stems(fact_text)
+    return bool(wanted) and not wanted & _stems(" ".join(user_messages))
 
 
 def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:

@@ -40,13 +40,14 @@ from lastknown_graph.pipeline.conflicts import (
     moment_expires,
     select_candidates,
 )
-from lastknown_graph.pipeline.grounding import likely_sources, ungrounded_terms
+from lastknown_graph.pipeline.grounding import likely_sources, shares_no_word, ungrounded_terms
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.extraction import (
     MAX_FACT_CHARS,
     MAX_FACTS_PER_CONVERSATION,
     ExtractedFact,
     Extraction,
+    example_fact_texts,
     extraction_messages,
 )
 from lastknown_graph.reports import (
@@ -104,8 +105,13 @@ def _usable_facts(
 ) -> list[tuple[ExtractedFact, list[int]]]:
     usable: list[tuple[ExtractedFact, list[int]]] = []
     seen: set[tuple[str, str]] = set()
+    copied = example_fact_texts()
     for fact in extraction.facts[:MAX_FACTS_PER_CONVERSATION]:
         text, topic = fact.text.strip(), topic_key(fact.topic)
+        if normalised(text) in copied:
+            # Small models copy a prompt's example into their answer; the user never said it.
+            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
+            continue
         if not text or not topic:
             reason = f"empty text or unusable topic {fact.topic[:80]!r}"
             rejected.append(RejectedFact(text=fact.text[:MAX_FACT_CHARS], reason=reason))
@@ -127,6 +133,11 @@ def _usable_facts(
             if missing:
                 rejected.append(RejectedFact(text=text, reason=f"not in the user's words: {', '.join(missing)}"))
                 continue
+            if shares_no_word(text, user_messages):
+                # Not the user's words restated: at best what they imply ("I outgrew it" -> "Is no longer
+                # allergic to peanuts"), at worst text from elsewhere; either way it is not a statement.
+                logger.info("stated fact %r shares no word with the messages; kept as inferred", text[:80])
+                fact = fact.model_copy(update={"inferred": True})
         key = (normalised(text), topic)
         if key in seen:
             continue
