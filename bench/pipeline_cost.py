@@ -36,7 +36,7 @@ from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.memory import Memory
 from lastknown_graph.reports import UsageReport
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import EmbeddedStore
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -149,9 +149,9 @@ def rules_for(scenario: Scenario) -> list[Rule]:
         Rule(purpose="extraction", contains=session.key, reply=Reply.json({"facts": list(session.facts)}))
         for session in scenario.sessions
     ]
-    rules += [Rule(purpose="stage1", contains=[j.earlier, j.later], reply=Reply.yes(j.p_still_true))
+    rules += [Rule(purpose="stage1", contains=[j.earlier, j.later], reply=still_true(j.p_still_true))
               for j in scenario.judgements]
-    rules.append(Rule(purpose="stage1", reply=Reply.yes(DEFAULT_STILL_TRUE)))
+    rules.append(Rule(purpose="stage1", reply=still_true(DEFAULT_STILL_TRUE)))
     rules += [
         Rule(purpose="stage2", contains=[j.earlier, j.later],
              reply=Reply.json({"reasoning": j.reasoning, "verdict": j.verdict}))

@@ -25,7 +25,7 @@ from lastknown_graph.errors import LastknownError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.reports import WriteReport
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 
 FEBRUARY = [
@@ -65,8 +65,8 @@ def scripted_rules() -> list[Rule]:
             _fact("Lives in a hot desert region", "location", inferred=True),
             _fact("Is making coffee before work", "current_activity", kind="moment", evidence=1),
         ]})),
-        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=Reply.yes(0.12)),
-        Rule(purpose="stage1", reply=Reply.yes(0.96)),
+        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.12)),
+        Rule(purpose="stage1", reply=still_true(0.96)),
         Rule(purpose="stage2", contains="Lives in Portland", reply=Reply.json({
             "reasoning": "Bark scorpions and dry heat point to a hot desert; Portland is rainy and temperate.",
             "verdict": "no_longer_true"})),

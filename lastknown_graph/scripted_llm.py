@@ -219,6 +219,14 @@ class Rule:
         return Reply(content=chosen) if isinstance(chosen, str) else chosen
 
 
+def still_true(p_still_true: float, **options: Any) -> Reply:
+    """A scripted stage-1 answer meaning P(earlier fact still true) = ``p_still_true``.
+
+    Stage 1 asks whether the earlier fact may be outdated, so its Yes carries ``1 - p_still_true``.
+    """
+    return Reply.yes(1.0 - p_still_true, **options)
+
+
 def word_count(text: str) -> int:
     return len(text.split())
 

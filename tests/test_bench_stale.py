@@ -173,7 +173,9 @@ def test_per_type_takes_the_first_scenarios_of_each_type() -> None:
     chosen = first_per_type(SCENARIOS, 1)
     assert [s.type for s in chosen] == ["T1", "T2"]
     assert chosen == [next(s for s in SCENARIOS if s.type == "T1"), next(s for s in SCENARIOS if s.type == "T2")]
-    assert first_per_type(SCENARIOS, 9) == sorted(SCENARIOS, key=lambda s: s.type)  # fewer than asked: all of them
+    t1, t2 = [s for s in SCENARIOS if s.type == "T1"], [s for s in SCENARIOS if s.type == "T2"]
+    assert (len(t1), len(t2)) == (3, 2)
+    assert first_per_type(SCENARIOS, 9) == [t1[0], t2[0], t1[1], t2[1], t1[2]]  # in turns; fewer than asked: all
 
 
 @pytest.mark.parametrize(("answer", "expected"), [

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 
 LASTKNOWN = shutil.which("lastknown") or str(Path(sys.executable).with_name("lastknown"))
 DIMENSION = 384
@@ -60,8 +60,8 @@ def rules() -> list[Rule]:
         Rule(purpose="extraction", contains="play the cello", reply=Reply.json({"facts": [
             fact("Plays the cello", "hobby"),
         ]})),
-        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=Reply.yes(0.1)),
-        Rule(purpose="stage1", reply=Reply.yes(0.97)),
+        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.1)),
+        Rule(purpose="stage1", reply=still_true(0.97)),
         Rule(purpose="stage2", contains=["Lives in Portland", "desert"], reply=Reply.json({
             "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
             "verdict": "no_longer_true"})),

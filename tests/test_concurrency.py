@@ -26,7 +26,7 @@ from lastknown_graph.errors import StaleStateError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.models import FactStatus, UserExport
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from tests.builders import DIMENSION, SessionBuilder, new_user, vec
 
@@ -219,7 +219,7 @@ def moving_rules() -> list[Rule]:
             {"text": f"Lives in {city}", "topic": "location", "kind": "state", "inferred": False,
              "evidence": [0]}]})))
     rules += [
-        Rule(purpose="stage1", reply=Reply.yes(0.05)),
+        Rule(purpose="stage1", reply=still_true(0.05)),
         Rule(purpose="stage2", reply=Reply.json({"reasoning": "A new city.", "verdict": "no_longer_true"})),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", reply="(scripted answer)"),

@@ -19,7 +19,7 @@ from lastknown_graph.cypher_library import CypherLibrary
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.vectors import to_float32_bytes
 from tests.builders import new_user
@@ -35,7 +35,7 @@ def secret_rules(secret: str) -> list[Rule]:
         Rule(purpose="extraction", contains="new safe word", reply=Reply.json({"facts": [
             fact("Has the safe word bluebird", "safe_word"),
         ]})),
-        Rule(purpose="stage1", contains=[secret, "bluebird"], reply=Reply.yes(0.02)),
+        Rule(purpose="stage1", contains=[secret, "bluebird"], reply=still_true(0.02)),
         Rule(purpose="stage2", contains=[secret, "bluebird"], reply=Reply.json({
             "reasoning": f"The safe word {secret} was replaced by bluebird.", "verdict": "no_longer_true"})),
     ]

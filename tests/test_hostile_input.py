@@ -19,7 +19,7 @@ from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.llm import LLM, LLMOutputError
 from lastknown_graph.memory import Memory
 from lastknown_graph.prompts.extraction import MAX_FACTS_PER_CONVERSATION
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import Store
 from lastknown_graph.validation import MAX_MESSAGE_CHARS
 from tests.builders import new_user
@@ -169,7 +169,7 @@ def test_extra_fields_made_up_indices_and_a_runaway_array_are_bounded(
         *runaway,
     ], "retire": ["*"], "admin": True}
     memory, server = memory_with([extraction_reply(payload),
-                                  Rule(purpose="stage1", reply=Reply.yes(0.99))], embedder, store)
+                                  Rule(purpose="stage1", reply=still_true(0.99))], embedder, store)
     try:
         memory.write(FEB, date="2024-02-10", session="s-feb")
         before = {f.id for f in memory.current()}

@@ -33,7 +33,7 @@ from lastknown_graph.models import ExportedReplacement, FactStatus, UserExport
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
 from lastknown_graph.prompts.premise import premise_messages
-from lastknown_graph.prompts.still_true import still_true_messages
+from lastknown_graph.prompts.still_true import outdated_messages
 from lastknown_graph.reports import UsageReport
 from lastknown_graph.store import EmbeddedStore, Store
 
@@ -205,13 +205,13 @@ def test_write_and_ask_complete_and_leave_a_valid_graph(
 def test_yes_no_questions_get_a_probability_from_the_real_model(server: RunningServer) -> None:
     """Stage 1 and the premise check: the write scenario above never reaches them with this model."""
     llm, meter = real_llm(server), UsageMeter()
-    still_true = llm.yes_probability(
-        still_true_messages("Lives in Portland", date(2024, 2, 10), "Lives in a hot desert region", date(2024, 9, 3)),
+    outdated = llm.yes_probability(
+        outdated_messages("Lives in Portland", date(2024, 2, 10), "Lives in a hot desert region", date(2024, 9, 3)),
         purpose="stage1", meter=meter,
     )
     assumes = llm.yes_probability(premise_messages(QUESTION, "Lives in Portland"), purpose="premise", meter=meter)
-    assert 0.0 <= still_true <= 1.0 and 0.0 <= assumes <= 1.0
-    print(f"\nstage1 P(still true) = {still_true}, premise P(assumes) = {assumes}; {meter.by_purpose()}")
+    assert 0.0 <= outdated <= 1.0 and 0.0 <= assumes <= 1.0
+    print(f"\nstage1 P(outdated) = {outdated}, premise P(assumes) = {assumes}; {meter.by_purpose()}")
 
 
 def test_answer_prompt_carries_the_memory_to_the_model(server: RunningServer) -> None:

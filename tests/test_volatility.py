@@ -10,7 +10,7 @@ import pytest
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer
+from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.volatility import (
     DEFAULT_PRIORS,
     MIN_FRESHNESS,
@@ -69,9 +69,9 @@ RULES = [
         _fact("Works as a nurse", "job", "professional_context")]})),
     Rule(purpose="extraction", contains="accountant", reply=Reply.json({"facts": [
         _fact("Works as an accountant", "job", "biographical")]})),
-    Rule(purpose="stage1", contains=["accountant", "nurse"], reply=Reply.yes(0.04)),
+    Rule(purpose="stage1", contains=["accountant", "nurse"], reply=still_true(0.04)),
     # The same middling stage-1 answer for the same pair, whatever the domain.
-    Rule(purpose="stage1", reply=Reply.yes(0.7)),
+    Rule(purpose="stage1", reply=still_true(0.7)),
     Rule(purpose="stage2", reply=Reply.json({"reasoning": "Weekly parties contradict being an introvert.",
                                              "verdict": "no_longer_true"})),
 ]
@@ -127,8 +127,8 @@ BLIP_RULES = [
         _fact("Likes short replies", "answer_style", "core_preference", inferred=True)]})),
     Rule(purpose="extraction", contains="brief", reply=Reply.json({"facts": [
         _fact("Wants brief answers", "answer_style", "core_preference", inferred=True)]})),
-    Rule(purpose="stage1", contains="Prefers thorough", reply=Reply.yes(0.1)),
-    Rule(purpose="stage1", reply=Reply.yes(0.97)),
+    Rule(purpose="stage1", contains="Prefers thorough", reply=still_true(0.1)),
+    Rule(purpose="stage1", reply=still_true(0.97)),
     Rule(purpose="stage2", reply=Reply.json({"reasoning": "Short answers contradict a taste for thorough ones.",
                                              "verdict": "no_longer_true"})),
 ]
@@ -210,7 +210,7 @@ def test_changes_in_any_domain_update_the_memory(change: str, embedder: LocalEmb
     rules = [
         Rule(purpose="extraction", contains=old_words[0], reply=Reply.json({"facts": [old_fact]})),
         Rule(purpose="extraction", contains=new_words[0], reply=Reply.json({"facts": [new_fact]})),
-        Rule(purpose="stage1", contains=[old_fact["text"], new_fact["text"]], reply=Reply.yes(0.05)),
+        Rule(purpose="stage1", contains=[old_fact["text"], new_fact["text"]], reply=still_true(0.05)),
         Rule(purpose="stage2", reply=Reply.json({"reasoning": "The later statement replaces the earlier one.",
                                                  "verdict": "no_longer_true"})),
     ]

@@ -26,7 +26,7 @@ from bench.pipeline_cost import TimedLLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.models import FactKind, FactStatus, UserExport
 from lastknown_graph.pipeline.conflicts import ConflictSettings, find_candidates
-from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule, ScriptedLLMServer
+from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import Store
 from lastknown_graph.store.protocol import CURRENT_ONLY
 
@@ -123,10 +123,10 @@ class Harness:
             return any(earlier in message and later in message for earlier, later in retire_pairs)
 
         return [
-            Rule(purpose="stage1", when=scripted_to_retire, reply=Reply.yes(0.05)),
+            Rule(purpose="stage1", when=scripted_to_retire, reply=still_true(0.05)),
             Rule(purpose="stage2", when=scripted_to_retire, reply=Reply.json(
                 {"reasoning": "The later statement replaces the earlier one.", "verdict": "no_longer_true"})),
-            Rule(purpose="stage1", reply=Reply.yes(STILL_TRUE)),
+            Rule(purpose="stage1", reply=still_true(STILL_TRUE)),
             Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold.", "verdict": "still_true"})),
             Rule(purpose="premise", reply=Reply.yes(0.05)),
             Rule(purpose="answer", reply="(scripted answer)"),

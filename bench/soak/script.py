@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule
+from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule, still_true
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,9 @@ def _extracts(conversation: Conversation) -> Rule:
 def scripted_rules(pool: list[Conversation]) -> list[Rule]:
     """The checks first (they are asked most often), then one extraction rule per conversation."""
     rules = [
-        Rule(purpose="stage1", when=replaces, reply=Reply.yes(0.05)),
-        Rule(purpose="stage1", when=shares_a_many_valued_topic, reply=Reply.yes(0.3)),
-        Rule(purpose="stage1", reply=Reply.yes(0.97)),
+        Rule(purpose="stage1", when=replaces, reply=still_true(0.05)),
+        Rule(purpose="stage1", when=shares_a_many_valued_topic, reply=still_true(0.3)),
+        Rule(purpose="stage1", reply=still_true(0.97)),
         Rule(purpose="stage2", when=replaces, reply=Reply.json(
             {"reasoning": "A new value of the same attribute.", "verdict": "no_longer_true"})),
         Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold.", "verdict": "still_true"})),

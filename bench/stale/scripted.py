@@ -36,7 +36,7 @@ from bench.stale.baselines import sentences
 from bench.stale.dataset import Scenario
 from bench.stale.judge import EXTRAS_PURPOSE, JUDGE_PURPOSE
 from bench.stale.probes import keeps_new_question
-from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule
+from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule, still_true
 
 Behaviour = Literal["oracle", "control"]
 BEHAVIOURS: Final = ("oracle", "control")
@@ -125,7 +125,7 @@ def _scenario_rules(scenario: Scenario, behaviour: Behaviour) -> list[Rule]:
             Rule(purpose="answer", when=_asked(new_question, old), reply=still_old_answer(scenario)),
             Rule(purpose="extraction", when=_in_user(new), reply=Reply.json({"facts": [_fact(new)]})),
             Rule(purpose="stage1", when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
-                 reply=Reply.yes(0.05)),
+                 reply=still_true(0.05)),
             Rule(purpose="stage2", when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
                  reply=Reply.json({"reasoning": scenario.explanation, "verdict": "no_longer_true"})),
             Rule(purpose="answer", when=_in_system(old, new), reply=changed_answer(scenario)),
@@ -195,7 +195,7 @@ def scripted_rules(scenarios: Iterable[Scenario], behaviour: Behaviour) -> list[
     rules = [rule for scenario in scenarios for rule in _scenario_rules(scenario, behaviour)]
     rules += [
         Rule(purpose="extraction", reply=Reply.json({"facts": []})),
-        Rule(purpose="stage1", reply=Reply.yes(0.97)),
+        Rule(purpose="stage1", reply=still_true(0.97)),
         Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold.", "verdict": "still_true"})),
         Rule(purpose="premise", reply=Reply.yes(0.9)),
         Rule(purpose="answer", reply=NO_INFORMATION),

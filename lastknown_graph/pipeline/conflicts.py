@@ -15,7 +15,7 @@ from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.models import CandidateProbe, Fact, FactKind, ProbeCandidates
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
-from lastknown_graph.prompts.still_true import still_true_messages
+from lastknown_graph.prompts.still_true import outdated_messages
 from lastknown_graph.store import Store
 from lastknown_graph.volatility import UNKNOWN_DOMAIN_VOLATILITY, candidate_budget, stage1_flag_bar
 
@@ -122,8 +122,8 @@ def judge_pair(
     """
     probability: float | None = None
     if llm.capabilities().logprobs:
-        probability = llm.yes_probability(
-            still_true_messages(earlier.text, earlier.valid_from, later_text, later_day),
+        probability = 1.0 - llm.yes_probability(
+            outdated_messages(earlier.text, earlier.valid_from, later_text, later_day),
             purpose="stage1", meter=meter,
         )
         flag_bar = settings.stage1_flag_below or stage1_flag_bar(earlier_volatility)
