@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import sys
 import time
@@ -28,6 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("model", choices=sorted(MODELS))
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--threads", type=int, default=None, help="default: every core")
+    serve.add_argument("--no-prompt-cache", action="store_true",
+                       help="evaluate every prompt from the last one's prefix only (llama-cpp-python's default)")
     serve.add_argument("--log", type=Path, default=Path("llama-server.log"), help="the server's own output")
     commands.add_parser("features", help="CPU features the installed llama-cpp-python build was compiled for")
     args = top.parse_args(argv)
@@ -37,7 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "features":
             print(" ".join(f"{name}={int(on)}" for name, on in build_features().items()))
         else:
-            options = ServerOptions() if args.threads is None else ServerOptions(threads=args.threads)
+            options = ServerOptions()
+            if args.no_prompt_cache:
+                options = dataclasses.replace(options, prompt_cache_bytes=None)
+            if args.threads is not None:
+                options = dataclasses.replace(options, threads=args.threads)
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
             with llama_server(args.model, args.log, port=args.port, options=options) as server:
                 print(f"serving {server.alias} at {server.base_url} (log: {args.log}); Ctrl-C stops it", flush=True)

@@ -46,7 +46,7 @@ class ModelSpec:
 
 MODELS: Final = {
     "qwen2.5-coder-1.5b": ModelSpec(
-        alias="qwen2.5-coder-1.5b", locate=lambda: assemble(QWEN_CODER_1_5B), n_ctx=8192,
+        alias="qwen2.5-coder-1.5b", locate=lambda: assemble(QWEN_CODER_1_5B), n_ctx=4096,
         description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M: a small instruction model, the one judgment is measured with",
     ),
     "gemma3-270m": ModelSpec(
@@ -61,6 +61,10 @@ class ServerOptions:
     threads: int = field(default_factory=lambda: os.cpu_count() or 2)
     n_batch: int = 512
     seed: int = 42
+    # llama-cpp-python keeps the model's state after each completion and starts the next prompt from the
+    # stored state with the longest common prefix. The memory's calls alternate between prompts with long fixed
+    # openings (instructions and worked examples), so without it nearly every call evaluates its whole prompt.
+    prompt_cache_bytes: int | None = 2 << 30
 
 
 @dataclass
@@ -93,6 +97,8 @@ def server_command(spec: ModelSpec, model_path: Path, port: int, options: Server
     ]
     if spec.chat_format is not None:
         command += ["--chat_format", spec.chat_format]
+    if options.prompt_cache_bytes:
+        command += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(options.prompt_cache_bytes)]
     return command
 
 

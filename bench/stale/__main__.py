@@ -35,6 +35,7 @@ from bench.stale.systems import SYSTEMS, Resources
 from lastknown_graph.embedders import APIEmbedder, Embedder, LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS
+from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.scripted_llm import ScriptedLLMServer
 from lastknown_graph.store import Neo4jStore, Store
 
@@ -94,7 +95,8 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--workers", type=int, default=2, help="scenarios in flight at once")
     go.add_argument("--limit", type=int, default=None, help="first N scenarios only")
     go.add_argument("--per-type", type=int, default=None,
-                    help="the first N scenarios of each type (T1, T2), in file order; then --limit applies")
+                    help="the first N scenarios of each type (T1, T2) in file order, taking turns; then --limit "
+                         "applies")
     go.add_argument("--quick", action="store_true",
                     help=f"CI size: {QUICK_SCENARIOS} scenarios, {QUICK_LAYOUT.filler_sessions} short filler sessions")
     go.add_argument("--filler-sessions", type=int, default=None,
@@ -103,6 +105,9 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--history-max-chars", type=int, default=60_000,
                     help="full-history keeps the newest user turns that fit (about 15k tokens by default)")
     go.add_argument("--rag-k", type=int, default=10, help="sentences naive-rag retrieves per question")
+    go.add_argument("--stage1-flag-below", type=float, default=None,
+                    help="memory: send a pair to stage 2 when stage 1's P(still true) is below this (default: by the "
+                         "fact's volatility, 0.60-0.95); a small model's stage-1 scores sit in a narrow band")
     go.add_argument("--retry-errors", action="store_true", help="rerun scenarios recorded with a system or judge error")
     go.add_argument("--no-progress", action="store_true", help="no progress bar")
     go.add_argument("--verbose", action="store_true", help="the library's INFO log (what the client fell back to)")
@@ -115,9 +120,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def first_per_type(scenarios: Sequence[Scenario], n: int) -> list[Scenario]:
-    """The first ``n`` of each type, all T1 first (the order of the types' first appearance), then T2."""
+    """The first ``n`` of each type in file order, taking turns (T1, T2, T1, T2, ...), so that a run stopped
+    part-way has as many of each type."""
     kinds = list(dict.fromkeys(s.type for s in scenarios))
-    return [s for kind in kinds for s in [x for x in scenarios if x.type == kind][:n]]
+    by_kind = [[x for x in scenarios if x.type == kind][:n] for kind in kinds]
+    return [group[i] for i in range(n) for group in by_kind if i < len(group)]
 
 
 def _key(variable: str | None) -> str | None:
@@ -146,6 +153,9 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     behaviour: Behaviour | None = args.scripted or ("oracle" if args.quick and args.base_url is None else None)
     if behaviour is not None and args.base_url is not None:
         print("bench.stale: --scripted and --base-url exclude each other", file=sys.stderr)
+        return 2
+    if args.stage1_flag_below is not None and not 0.0 < args.stage1_flag_below <= 1.0:
+        print("bench.stale: --stage1-flag-below must be in (0, 1]", file=sys.stderr)
         return 2
     if args.answer_max_tokens < 1:
         print("bench.stale: --answer-max-tokens must be at least 1", file=sys.stderr)
@@ -200,7 +210,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             if judged else None,
             "judge_prompt": _shown(judge_prompt) if judged else None,
             "extras_prompt": _shown(extras_prompt) if judged else None,
-            "answer_max_tokens": args.answer_max_tokens,
+            "answer_max_tokens": args.answer_max_tokens, "stage1_flag_below": args.stage1_flag_below,
             "embedder": embedder.name if behaviour is None else "scripted hashed-word vectors (384-d)",
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
             "history_max_chars": args.history_max_chars, "rag_k": args.rag_k,
@@ -210,7 +220,8 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                        out=args.out, workers=args.workers, retry_errors=args.retry_errors,
                        progress=not args.no_progress, meta=meta)
         resources = Resources(llm=llm, embedder=embedder, neo4j=neo4j, history_max_chars=args.history_max_chars,
-                              rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens)
+                              rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens,
+                              conflict_settings=ConflictSettings(stage1_flag_below=args.stage1_flag_below))
         try:
             summary = run(plan, resources, judge)
         except RunMismatchError as exc:

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 RUN_FILE = "run.json"
 # A resumed run must not mix answers from another model, judge, data or layout into the same files.
 IDENTITY_KEYS = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "judge_prompt",
-                 "answer_max_tokens")
+                 "answer_max_tokens", "stage1_flag_below")
 
 
 class RunMismatchError(Exception):
@@ -127,10 +127,11 @@ def pending(plan: RunPlan) -> tuple[list[tuple[Scenario, str]], int]:
     """(scenario, system) pairs still to run, and how many are already done."""
     todo: list[tuple[Scenario, str]] = []
     done = 0
-    for system in plan.systems:
-        finished = read_results(results_path(plan.out, system))
-        for scenario in plan.scenarios:
-            previous = finished.get(scenario.uid)
+    finished_by_system = {system: read_results(results_path(plan.out, system)) for system in plan.systems}
+    # Scenario by scenario, every system in turn: a run stopped part-way compares the systems on the same ones.
+    for scenario in plan.scenarios:
+        for system in plan.systems:
+            previous = finished_by_system[system].get(scenario.uid)
             if previous is not None and not (plan.retry_errors and previous.needs_rerun):
                 done += 1
             else:

@@ -16,6 +16,7 @@ from bench.stale.records import Linkage, PairCheck, Probed, ProbeResult, add_usa
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS, Memory
+from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.reports import UsageCounts
 from lastknown_graph.store import EmbeddedStore, Store
 
@@ -87,6 +88,7 @@ class Resources:
     history_max_chars: int
     rag_k: int
     answer_max_tokens: int = ANSWER_MAX_TOKENS  # every system's answers get the same bound
+    conflict_settings: ConflictSettings = field(default_factory=ConflictSettings)  # the memory's
 
 
 def user_id_for(scenario: Scenario) -> str:
@@ -97,7 +99,8 @@ def user_id_for(scenario: Scenario) -> str:
 def make_system(name: str, resources: Resources, user_id: str) -> System:
     if name == MEMORY:
         store = resources.neo4j if resources.neo4j is not None else EmbeddedStore(None)
-        return MemorySystem(Memory(resources.llm, resources.embedder, user=user_id, store=store),
+        return MemorySystem(Memory(resources.llm, resources.embedder, user=user_id, store=store,
+                                   conflict_settings=resources.conflict_settings),
                             resources.answer_max_tokens)
     if name == FULL_HISTORY:
         return FullHistory(resources.llm, resources.history_max_chars, resources.answer_max_tokens)
