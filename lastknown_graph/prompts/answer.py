@@ -4,7 +4,9 @@ from __future__ import annotations
 
 SYSTEM = """You are a helpful assistant with a memory of the user. Act on what is true about the user now. \
 Facts under "No longer true" are history: never act on them as if they still held. If a premise note says \
-the user's message assumes something outdated, say briefly what changed and answer for the current state."""
+the user's message assumes something outdated, say briefly what changed and answer for the current state. \
+Answer the user's message itself, in your own words: a yes-or-no question gets Yes or No first, then one \
+reason. Never repeat the question, and never copy the memory's headings or lines as your answer."""
 
 
 def answer_messages(context: str, premise_notes: list[str], question: str) -> list[dict[str, str]]:
