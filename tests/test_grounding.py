@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lastknown_graph.pipeline.grounding import ungrounded_terms
+from lastknown_graph.pipeline.grounding import reads_like_an_answer, ungrounded_terms
 
 MESSAGES = [
     "I've been in Portland for 12 years, my dog Biscuit hates the rain.",
@@ -42,3 +42,19 @@ def test_a_fact_without_cited_evidence_points_at_the_turn_sharing_its_words() ->
     # Nothing in common (an implied fact): every turn stays its source, as before.
     assert likely_sources("Lives in a hot desert region", turns) == [0, 1, 2]
     assert likely_sources("Likes the train and Portland", turns) == [0, 1]
+
+
+@pytest.mark.parametrize(("fact", "message", "answer"), [
+    ("The castling rule lets a player move their king two squares", "Explain the castling rule in chess.", True),
+    ("A prime number has exactly two divisors", "What is a prime number?", True),
+    ("In Python a tuple cannot be changed after it is made", "List vs tuple in Python?", True),
+    ("The humidity is so constant that towels never dry", "The humidity is so constant that towels never dry.",
+     False),  # the user's own description of their surroundings
+    ("The family has two cats", "We have two cats at home, both ginger.", False),
+    ("Is asking about the castling rule", "Explain the castling rule in chess.", False),  # about the user
+    ("Lives near the harbour", "We finally got the flat near the harbour.", False),
+])
+def test_world_knowledge_in_answer_to_the_user_is_told_from_facts_about_them(
+    fact: str, message: str, answer: bool
+) -> None:
+    assert reads_like_an_answer(fact, [message]) is answer

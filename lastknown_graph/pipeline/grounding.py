@@ -85,6 +85,33 @@ def shares_no_word(fact_text: str, user_messages: list[str]) -> bool:
     return bool(wanted) and not wanted & _stems(" ".join(user_messages))
 
 
+# A fact about the user leaves the subject out ("Lives in ...", "Has two sisters") or names the user or the people
+# around them. One that opens like an encyclopedia ("The castling rule allows ...", "A prime number is ...") with
+# no person in it, and is mostly words the user never wrote, is the answer to the user's question. The user's own
+# description of their surroundings ("The humidity never lets up here") opens the same way but is their words.
+_WORLD_OPENERS = frozenset("the a an in it its there this that these those".split())  # noqa: SIM905
+# Pronouns are left out: "their king" in an explanation of chess is nobody in the user's life.
+_PEOPLE = frozenset("""
+user users family household partner wife husband kids children child son daughter mother father mom dad parents
+brother sister roommate roommates friend friends
+""".split())  # noqa: SIM905 - a word list reads better as text
+_MIN_OWN_WORDS = 0.5  # share of the fact's content words that must come from the user's messages
+
+
+def reads_like_an_answer(fact_text: str, user_messages: list[str]) -> bool:
+    """True for a fact that is world knowledge in answer to the user, not something about the user."""
+    words = [w.lower() for w in _WORD.findall(fact_text)]
+    if not words or words[0] not in _WORLD_OPENERS:
+        return False
+    if any(re.sub(r"['’]s$", "", w) in _PEOPLE for w in words):
+        return False
+    wanted = _stems(fact_text)
+    if not wanted:
+        return False
+    own = len(wanted & _stems(" ".join(user_messages))) / len(wanted)
+    return own < _MIN_OWN_WORDS
+
+
 def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:
     """The messages sharing the most words with a fact whose extraction cited none; all when none share any.
 

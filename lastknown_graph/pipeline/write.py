@@ -40,7 +40,12 @@ from lastknown_graph.pipeline.conflicts import (
     moment_expires,
     select_candidates,
 )
-from lastknown_graph.pipeline.grounding import likely_sources, shares_no_word, ungrounded_terms
+from lastknown_graph.pipeline.grounding import (
+    likely_sources,
+    reads_like_an_answer,
+    shares_no_word,
+    ungrounded_terms,
+)
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.extraction import (
     MAX_FACT_CHARS,
@@ -120,6 +125,10 @@ def _usable_facts(
             check_text(text)
         except ValueError as exc:
             rejected.append(RejectedFact(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
+            continue
+        if reads_like_an_answer(text, user_messages):
+            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="not about the user: world knowledge "
+                                         "in answer to them"))
             continue
         if len(text) > MAX_FACT_CHARS:
             reason = f"longer than {MAX_FACT_CHARS} characters"
