@@ -27,10 +27,10 @@ from bench.stale.dataset import (
     haystack_sessions,
     load_scenarios,
 )
-from bench.stale.deterministic import leading_answer
+from bench.stale.deterministic import leading_answer, summary
 from bench.stale.judge import JudgePrompt
 from bench.stale.linkage import linkage
-from bench.stale.records import ScenarioResult, read_results
+from bench.stale.records import Linkage, ProbeResult, ScenarioResult, read_results
 from bench.stale.scripted import EMBEDDING_DIMENSION, scripted_rules, shows
 from lastknown_graph.embedders import APIEmbedder
 from lastknown_graph.llm import LLM
@@ -167,6 +167,29 @@ def test_judge_free_run_makes_no_judge_call_and_the_report_says_so(
     again = tmp_path / "default"
     assert main(external(oracle_server, again, "--limit", "1", "--system", "naive-rag", judge=None)) == 0
     assert json.loads((again / "run.json").read_text(encoding="utf-8"))["judge"] == "none"
+
+
+def test_judge_free_summary_counts_errors_as_failures_and_leaves_baselines_without_graph_fields() -> None:
+    def result(uid: str, status: str, dim1: str = "", keeps: str = "", link: Linkage | None = None) -> ScenarioResult:
+        probes = {"dim1": ProbeResult(question="q", answer=dim1), "keeps_new": ProbeResult(question="q", answer=keeps)}
+        return ScenarioResult(uid=uid, type="T1", system="memory", status=status,  # type: ignore[arg-type]
+                              user_id="u", sessions=4, user_turns=5, probes=probes if status == "ok" else {},
+                              linkage=link)
+
+    linked = Linkage(category="retired_by_new_session", old_facts=1, retired_by_new_session=1,
+                     retired_by_other_session=0, still_current=0, source="statement", false_retirements=0,
+                     new_facts=1, new_facts_current=1, new_source="statement")
+    missed = linked.model_copy(update={"category": "missed", "retired_by_new_session": 0, "still_current": 1,
+                                       "false_retirements": 2, "new_facts_current": 0})
+    memory = summary([result("a", "ok", "No, not any more.", "Yes, still.", linked),
+                      result("b", "ok", "Yes.", "Yes.", missed), result("c", "error")])
+    assert {k: memory[k] for k in ("scenarios", "errors", "sr_det", "keeps_new_det", "both_right",
+                                   "linkage_new_session", "linkage_missed", "false_retirement_rate", "m_new_kept")} == {
+        "scenarios": 3, "errors": 1, "sr_det": 0.3333, "keeps_new_det": 0.6667, "both_right": 1,
+        "linkage_new_session": 0.3333, "linkage_missed": 0.3333, "false_retirement_rate": 0.3333, "m_new_kept": 0.3333}
+    baseline = summary([result("a", "ok", "I don't know.", "No.")])
+    assert (baseline["sr_unclear"], baseline["sr_det"], baseline["linkage_new_session"], baseline["m_new_kept"]) == (
+        1, 0.0, None, None)
 
 
 def test_per_type_takes_the_first_scenarios_of_each_type() -> None:

@@ -64,7 +64,10 @@ class ServerOptions:
     # llama-cpp-python keeps the model's state after each completion and starts the next prompt from the
     # stored state with the longest common prefix. The memory's calls alternate between prompts with long fixed
     # openings (instructions and worked examples), so without it nearly every call evaluates its whole prompt.
-    prompt_cache_bytes: int | None = 2 << 30
+    # The bound counts only llama.cpp's state (~11 MB for Qwen 1.5B), not the copy of the logits each entry also
+    # keeps (prompt tokens x vocabulary x 4 bytes, ~0.6 GB for a 1,000-token prompt): at the default 2 GiB the
+    # server grew to 22 GB and was OOM-killed. 48 MiB keeps about four entries, one per kind of call.
+    prompt_cache_bytes: int | None = 48 << 20
 
 
 @dataclass

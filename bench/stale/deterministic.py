@@ -97,9 +97,11 @@ def _share(results: Sequence[ScenarioResult], counted: Sequence[bool]) -> float 
 
 
 def summary(results: Sequence[ScenarioResult]) -> dict[str, object]:
-    """One system's judge-free numbers; rates are fractions of all its scenarios (errors count as failures).
+    """One system's judge-free numbers; rates are fractions of all its scenarios, errors included.
 
-    The graph fields are None for systems without a graph (the baselines).
+    An errored scenario fails SR, keeps-new, linkage and M_new kept, and counts in neither false retirements nor
+    nothing extracted (the errors field says how many there were). The graph fields are None for systems without
+    a graph (the baselines).
     """
     n = len(results)
     linked = [r.linkage for r in results if r.linkage is not None]
@@ -124,15 +126,13 @@ def summary(results: Sequence[ScenarioResult]) -> dict[str, object]:
         "linkage_new_session": None, "linkage_other": None, "linkage_missed": None, "nothing_extracted": None,
         "false_retirement_rate": None, "m_new_kept": None,
     }
-    if linked and len(linked) == n:
+    if linked:  # a system with a graph; an errored scenario has none and counts in no category
         out.update({
             "linkage_new_session": _share(results, [x.category == "retired_by_new_session" for x in linked]),
             "linkage_other": _share(results, [x.category == "retired_by_other_session" for x in linked]),
             "linkage_missed": _share(results, [x.category == "missed" for x in linked]),
             "nothing_extracted": _share(results, [x.category == "nothing_extracted" for x in linked]),
+            "false_retirement_rate": _share(results, [bool(x.false_retirements) for x in linked]),
+            "m_new_kept": _share(results, [bool(x.new_facts_current) for x in linked]),
         })
-        if all(x.false_retirements is not None for x in linked):
-            out["false_retirement_rate"] = _share(results, [bool(x.false_retirements) for x in linked])
-        if all(x.new_facts_current is not None for x in linked):
-            out["m_new_kept"] = _share(results, [bool(x.new_facts_current) for x in linked])
     return out
