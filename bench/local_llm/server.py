@@ -66,8 +66,8 @@ class ServerOptions:
     # openings (instructions and worked examples), so without it nearly every call evaluates its whole prompt.
     # The bound counts only llama.cpp's state (~11 MB for Qwen 1.5B), not the copy of the logits each entry also
     # keeps (prompt tokens x vocabulary x 4 bytes, ~0.6 GB for a 1,000-token prompt): at the default 2 GiB the
-    # server grew to 22 GB and was OOM-killed. 48 MiB keeps about four entries, one per kind of call.
-    prompt_cache_bytes: int | None = 48 << 20
+    # server grew to 22 GB and was OOM-killed. 128 MiB keeps 4-11 entries (a few GB), about one per kind of call.
+    prompt_cache_bytes: int | None = 128 << 20
 
 
 @dataclass
