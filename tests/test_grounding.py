@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lastknown_graph.pipeline.grounding import reads_like_an_answer, ungrounded_terms
+from lastknown_graph.pipeline.grounding import invented_quote, reads_like_an_answer, ungrounded_terms
 
 MESSAGES = [
     "I've been in Portland for 12 years, my dog Biscuit hates the rain.",
@@ -53,8 +53,23 @@ def test_a_fact_without_cited_evidence_points_at_the_turn_sharing_its_words() ->
     ("The family has two cats", "We have two cats at home, both ginger.", False),
     ("Is asking about the castling rule", "Explain the castling rule in chess.", False),  # about the user
     ("Lives near the harbour", "We finally got the flat near the harbour.", False),
+    ("The main character is a prince who plots against his uncle", "Summarise the plot of Hamlet.", True),
+    ("Weather refers to the current atmospheric conditions", "Weather versus climate?", True),  # long, not theirs
+    ("Takes the regional shuttle whenever needed to get into town",
+     "These days I take the regional shuttle whenever I need to get into town.", False),
+    ("Lives in a hot desert region", "Another scorpion in my boot; this dry heat.", False),  # short implication
 ])
 def test_world_knowledge_in_answer_to_the_user_is_told_from_facts_about_them(
     fact: str, message: str, answer: bool
 ) -> None:
     assert reads_like_an_answer(fact, [message]) is answer
+
+
+@pytest.mark.parametrize(("fact", "message", "invented"), [
+    ("I have a cat", "I've been in this city for years now.", True),
+    ("My favorite color is blue", "Can you recommend a novel?", True),
+    ("I'm on the train to work", "I'm on the train to work right now.", False),  # their own words
+    ("Has a cat", "Can you recommend a novel?", False),  # not a quote: the stated-fact checks deal with it
+])
+def test_a_quote_in_the_users_voice_must_be_in_their_words(fact: str, message: str, invented: bool) -> None:
+    assert invented_quote(fact, [message]) is invented

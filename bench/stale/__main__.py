@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -119,6 +120,18 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def library_version() -> str:
+    """The last commit that touched the library, "+changes" when its files differ from it; "unknown" outside git."""
+    try:
+        commit = subprocess.run(["git", "log", "-1", "--format=%h", "--", "lastknown_graph"], cwd=ROOT,
+                                capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "lastknown_graph"], cwd=ROOT,
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{commit}{'+changes' if dirty else ''}" if commit else "unknown"
+
+
 def first_per_type(scenarios: Sequence[Scenario], n: int) -> list[Scenario]:
     """The first ``n`` of each type in file order, taking turns (T1, T2, T1, T2, ...), so that a run stopped
     part-way has as many of each type."""
@@ -215,6 +228,8 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
             "history_max_chars": args.history_max_chars, "rag_k": args.rag_k,
             "command": invocation("python -m bench.stale", argv),
+            # A run resumed under other prompts or rules would mix two memories in one table.
+            "code": library_version(),
         }
         plan = RunPlan(scenarios=scenarios, systems=list(args.system), skeletons=skeletons, layout=layout,
                        out=args.out, workers=args.workers, retry_errors=args.retry_errors,

@@ -182,7 +182,7 @@ def summary_json(out: Path) -> dict[str, object]:
     systems = [str(s) for s in meta.get("systems", [])]
     results = all_results(out, systems)
     keys = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "answer_max_tokens",
-            "stage1_flag_below", "embedder", "store", "command")
+            "stage1_flag_below", "embedder", "store", "code", "command")
     by_type = {
         system: {kind: summary([r for r in results[system].values() if r.type == kind]) for kind in ("T1", "T2")}
         for system in systems if results[system]
@@ -242,7 +242,7 @@ def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
         f"- embedder: {meta.get('embedder')}; memory store: {meta.get('store')}; full-history keeps the newest "
         f"{meta.get('history_max_chars')} characters; naive-rag puts the top {meta.get('rag_k')} sentences in "
         "the prompt",
-        f"- run: `{meta.get('command')}`; report: `{report_command}`",
+        f"- library at `{meta.get('code', 'unknown')}`; run: `{meta.get('command')}`; report: `{report_command}`",
     ]
     return lines
 

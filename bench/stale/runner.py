@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 RUN_FILE = "run.json"
 # A resumed run must not mix answers from another model, judge, data or layout into the same files.
 IDENTITY_KEYS = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "judge_prompt",
-                 "answer_max_tokens", "stage1_flag_below")
+                 "answer_max_tokens", "stage1_flag_below", "code")
 
 
 class RunMismatchError(Exception):

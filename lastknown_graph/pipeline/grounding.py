@@ -98,18 +98,39 @@ brother sister roommate roommates friend friends
 _MIN_OWN_WORDS = 0.5  # share of the fact's content words that must come from the user's messages
 
 
-def reads_like_an_answer(fact_text: str, user_messages: list[str]) -> bool:
-    """True for a fact that is world knowledge in answer to the user, not something about the user."""
-    words = [w.lower() for w in _WORD.findall(fact_text)]
-    if not words or words[0] not in _WORLD_OPENERS:
-        return False
-    if any(re.sub(r"['’]s$", "", w) in _PEOPLE for w in words):
-        return False
+_LONG_FACT_WORDS = 5  # content words from which a fact mostly in other words is an explanation, not a fact
+_FIRST_PERSON = frozenset("i i'm i've i'd my we we're our".split())  # noqa: SIM905
+
+
+def _own_share(fact_text: str, user_messages: list[str]) -> tuple[int, float]:
     wanted = _stems(fact_text)
     if not wanted:
+        return 0, 1.0
+    return len(wanted), len(wanted & _stems(" ".join(user_messages))) / len(wanted)
+
+
+def reads_like_an_answer(fact_text: str, user_messages: list[str]) -> bool:
+    """True for a fact that is world knowledge in answer to the user, not something about the user.
+
+    Either it opens like an encyclopedia, names nobody in the user's life and is mostly words the user never
+    wrote, or it is long and mostly such words ("Weather refers to the current atmospheric conditions ...").
+    """
+    words = [w.lower() for w in _WORD.findall(fact_text)]
+    if not words:
         return False
-    own = len(wanted & _stems(" ".join(user_messages))) / len(wanted)
+    size, own = _own_share(fact_text, user_messages)
+    if size >= _LONG_FACT_WORDS and own < _MIN_OWN_WORDS:
+        return True
+    if words[0] not in _WORLD_OPENERS or any(re.sub(r"['’]s$", "", w) in _PEOPLE for w in words):
+        return False
     return own < _MIN_OWN_WORDS
+
+
+def invented_quote(fact_text: str, user_messages: list[str]) -> bool:
+    """A fact in the user's own voice ("I have a cat") that shares no word with what they wrote: a quote the
+    model made up, not an implication of their words."""
+    words = [w.lower() for w in _WORD.findall(fact_text)]
+    return bool(words) and words[0] in _FIRST_PERSON and shares_no_word(fact_text, user_messages)
 
 
 def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:

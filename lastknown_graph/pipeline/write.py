@@ -41,6 +41,7 @@ from lastknown_graph.pipeline.conflicts import (
     select_candidates,
 )
 from lastknown_graph.pipeline.grounding import (
+    invented_quote,
     likely_sources,
     reads_like_an_answer,
     shares_no_word,
@@ -125,6 +126,9 @@ def _usable_facts(
             check_text(text)
         except ValueError as exc:
             rejected.append(RejectedFact(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
+            continue
+        if invented_quote(text, user_messages):
+            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="a quote the user never wrote"))
             continue
         if reads_like_an_answer(text, user_messages):
             rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="not about the user: world knowledge "
