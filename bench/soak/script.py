@@ -44,7 +44,8 @@ FACT_TOPICS: dict[str, tuple[str, bool]] = {
 }
 
 # The pair as stage 1 ("Older note (...)") and stage 2 ("Older fact (written ...)") show it.
-_PAIR = re.compile(r"Older (?:note|fact) \([^)]*\): (?P<earlier>[^\n]+)\nNewer (?:note|fact) \([^)]*\): (?P<later>[^\n]+)")
+_PAIR = re.compile(r"Older (?:note|fact) \([^)]*\): (?P<earlier>[^\n]+)\n"
+                   r"Newer (?:note|fact) \([^)]*\): (?P<later>[^\n]+)")
 _PREMISE = re.compile(r"Message: (?P<message>.*)\nFact about the user: (?P<fact>[^\n]+)", re.DOTALL)
 _MESSAGES_HEADER = "User messages:\n"
 
