@@ -68,6 +68,7 @@ def test_world_knowledge_in_answer_to_the_user_is_told_from_facts_about_them(
 @pytest.mark.parametrize(("fact", "message", "invented"), [
     ("I have a cat", "I've been in this city for years now.", True),
     ("My favorite color is blue", "Can you recommend a novel?", True),
+    ("I live in a small town", "How does compound interest work? A small example would help.", True),
     ("I'm on the train to work", "I'm on the train to work right now.", False),  # their own words
     ("Has a cat", "Can you recommend a novel?", False),  # not a quote: the stated-fact checks deal with it
 ])

@@ -127,10 +127,13 @@ def reads_like_an_answer(fact_text: str, user_messages: list[str]) -> bool:
 
 
 def invented_quote(fact_text: str, user_messages: list[str]) -> bool:
-    """A fact in the user's own voice ("I have a cat") that shares no word with what they wrote: a quote the
-    model made up, not an implication of their words."""
+    """A fact in the user's own voice ("I have a cat") that is mostly not what they wrote: a quote the model made
+    up, not an implication of their words. ("I live in a small town" from "A small example would help.")"""
     words = [w.lower() for w in _WORD.findall(fact_text)]
-    return bool(words) and words[0] in _FIRST_PERSON and shares_no_word(fact_text, user_messages)
+    if not words or words[0] not in _FIRST_PERSON:
+        return False
+    size, own = _own_share(fact_text, user_messages)
+    return size > 0 and own < _MIN_OWN_WORDS
 
 
 def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:
