@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 GGUF_MAGIC: Final = b"GGUF"
-HASH_CHUNK_BYTES: Final = 8 * 1024 * 1024
+CHUNK_BYTES: Final = 8 * 1024 * 1024
 STAMP_SUFFIX: Final = ".verified.json"  # records the verified file's size and mtime, so a warm start skips the hash
 
 
@@ -74,7 +74,7 @@ def default_cache_dir() -> Path:
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while chunk := handle.read(HASH_CHUNK_BYTES):
+        while chunk := handle.read(CHUNK_BYTES):
             digest.update(chunk)
     return digest.hexdigest()
 
@@ -136,7 +136,7 @@ def assemble(model: SplitModel = QWEN_CODER_1_5B, cache_dir: Path | None = None,
             with partial.open("wb") as out:
                 for part in parts:
                     with part.open("rb") as source:
-                        while chunk := source.read(HASH_CHUNK_BYTES):
+                        while chunk := source.read(CHUNK_BYTES):
                             out.write(chunk)
             verify(partial, model.size_bytes, model.sha256)
             partial.replace(target)

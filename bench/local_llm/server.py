@@ -1,8 +1,8 @@
 """Starting ``python -m llama_cpp.server`` for one local model, waiting until it answers, stopping it.
 
-The options are the ones measured on 2 cores (bench/results/llama-server-options.md): all cores, a context that
-holds the longest prompt of a STALE run, and requests queued rather than interrupted, so a slow call is never
-cut short by the next one. A fixed seed keeps runs comparable.
+The options (docs/stale.md says what was seen with them on 2 cores): all cores, a context that holds the longest
+prompt of a STALE run, requests queued rather than interrupted, so a slow call is never cut short by the next
+one, a bounded prompt cache, and a fixed seed that keeps runs comparable.
 """
 
 from __future__ import annotations
@@ -41,18 +41,13 @@ class ModelSpec:
     # llama-cpp-python reads the chat template from the GGUF when None; Gemma 270M's must be named, or every
     # chat reply is empty (the server falls back to the llama-2 format).
     chat_format: str | None = None
-    description: str = ""
 
 
 MODELS: Final = {
-    "qwen2.5-coder-1.5b": ModelSpec(
-        alias="qwen2.5-coder-1.5b", locate=lambda: assemble(QWEN_CODER_1_5B), n_ctx=4096,
-        description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M: a small instruction model, the one judgment is measured with",
-    ),
-    "gemma3-270m": ModelSpec(
-        alias="gemma3-270m", locate=gemma_270m_path, n_ctx=4096, chat_format="gemma",
-        description="Gemma 3 270M Q4_K_M: a base model, for protocol robustness only",
-    ),
+    # A small instruction model: the one judgment is measured with.
+    "qwen2.5-coder-1.5b": ModelSpec(alias="qwen2.5-coder-1.5b", locate=lambda: assemble(QWEN_CODER_1_5B), n_ctx=4096),
+    # A base model: protocol robustness only.
+    "gemma3-270m": ModelSpec(alias="gemma3-270m", locate=gemma_270m_path, n_ctx=4096, chat_format="gemma"),
 }
 
 

@@ -104,8 +104,7 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
             probes[probe] = probed.result
             add_usage(usage["answer"], probed.usage)
         seconds["answer"] = time.perf_counter() - started
-        linkage = system.linkage(scenario) if isinstance(system, MemorySystem) else None
-        checks = system.labelled_checks(scenario) if isinstance(system, MemorySystem) else []
+        linkage, checks = system.graph_results(scenario) if isinstance(system, MemorySystem) else (None, [])
     except LastknownError as exc:
         if isinstance(system, MemorySystem):
             usage["ingest"] = system.ingest_usage

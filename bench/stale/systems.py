@@ -61,21 +61,20 @@ class MemorySystem:
             for retired in report.retired
         ]
 
-    def labelled_checks(self, scenario: Scenario) -> list[PairCheck]:
-        """The pair checks, each marked whether it is the scenario's change (M_old's fact, in M_new's session)."""
-        old_ids = old_fact_ids(self.memory.export(), scenario.M_old, f"s{scenario.old_index:02d}")
-        new_session = f"s{scenario.new_index:02d}"
-        return [c.model_copy(update={"changed": c.session == new_session and c.earlier_id in old_ids})
-                for c in self.checks]
+    def graph_results(self, scenario: Scenario) -> tuple[Linkage, list[PairCheck]]:
+        """From one read of the graph: the linkage, and the pair checks, each marked whether it is the
+        scenario's change (M_old's fact, checked in M_new's session)."""
+        export = self.memory.export()
+        old_session, new_session = f"s{scenario.old_index:02d}", f"s{scenario.new_index:02d}"
+        old_ids = old_fact_ids(export, scenario.M_old, old_session)
+        checks = [c.model_copy(update={"changed": c.session == new_session and c.earlier_id in old_ids})
+                  for c in self.checks]
+        return linkage(export, scenario.M_old, old_session, new_session, scenario.M_new), checks
 
     def ask(self, question: str) -> Probed:
         answer = self.memory.ask(question, max_tokens=self.answer_max_tokens)
         return Probed(ProbeResult(question=question, answer=answer.text, premise_notes=answer.premise_notes),
                       answer.usage)
-
-    def linkage(self, scenario: Scenario) -> Linkage:
-        return linkage(self.memory.export(), scenario.M_old, f"s{scenario.old_index:02d}",
-                       f"s{scenario.new_index:02d}", scenario.M_new)
 
 
 @dataclass(frozen=True)

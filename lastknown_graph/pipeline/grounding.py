@@ -81,8 +81,8 @@ def shares_no_word(fact_text: str, user_messages: list[str]) -> bool:
     A stated fact is the user's words restated; one with nothing in common with them is an implication
     ("I outgrew it") or was written from elsewhere (a job copied from a schema's description).
     """
-    wanted = _stems(fact_text)
-    return bool(wanted) and not wanted & _stems(" ".join(user_messages))
+    size, own = _own_share(fact_text, user_messages)
+    return size > 0 and own == 0
 
 
 # A fact about the user leaves the subject out ("Lives in ...", "Has two sisters") or names the user or the people
