@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from lastknown_graph.pipeline.grounding import invented_quote, reads_like_an_answer, ungrounded_terms
+from lastknown_graph.pipeline.grounding import (
+    from_impersonal_requests,
+    invented_quote,
+    is_impersonal_request,
+    mostly_words_of,
+    reads_like_an_answer,
+    ungrounded_terms,
+)
 
 MESSAGES = [
     "I've been in Portland for 12 years, my dog Biscuit hates the rain.",
@@ -74,3 +81,36 @@ def test_world_knowledge_in_answer_to_the_user_is_told_from_facts_about_them(
 ])
 def test_a_quote_in_the_users_voice_must_be_in_their_words(fact: str, message: str, invented: bool) -> None:
     assert invented_quote(fact, [message]) is invented
+
+
+@pytest.mark.parametrize(("message", "impersonal"), [
+    ("Explain how a heat pump works.", True),
+    ("What's the tallest mountain in Africa?", True),
+    ("Could you list three uses for baking soda?", True),
+    ("Can you suggest a vet? Our dog keeps limping.", False),  # says something about them
+    ("What should I cook tonight?", False),
+    ("Just moved to Denver, what's good to eat around here?", False),  # a statement without "I"
+    ("The humidity never lets up here.", False),  # not a request
+    ("", False),
+])
+def test_an_impersonal_request_asks_without_saying_anything_about_the_asker(message: str, impersonal: bool) -> None:
+    assert is_impersonal_request(message) is impersonal
+
+
+def test_facts_that_only_impersonal_requests_could_have_given_are_told_apart() -> None:
+    requests = ["Explain how a heat pump works.", "Could you list three uses for baking soda?"]
+    assert from_impersonal_requests("Asks how a heat pump works", requests)  # the request restated
+    assert from_impersonal_requests("Baking soda can clean ovens", requests)  # its answer
+    assert from_impersonal_requests("Works as an engineer", requests)  # a guess about the asker
+    mixed = [*requests, "My flat gets so cold that I sleep in a hat."]
+    assert not from_impersonal_requests("Lives in a cold flat", mixed)  # from the personal message
+    assert not from_impersonal_requests("Works as an engineer", mixed)  # shares nothing: may be implied by it
+    assert from_impersonal_requests("Asks how a heat pump works", mixed)  # still only the request's words
+    assert not from_impersonal_requests("Lives somewhere", [])
+
+
+def test_a_fact_mostly_in_other_texts_words_is_recognised() -> None:
+    example = ["My shift at the lighthouse ends at dawn.", "Keeps a lighthouse"]
+    assert mostly_words_of("Works as a lighthouse keeper", example)
+    assert not mostly_words_of("Works as a nurse", example)
+    assert not mostly_words_of("", example)  # no content words

@@ -230,17 +230,23 @@ def test_facts_copied_from_the_prompts_example_are_dropped_and_unsourced_stateme
     embedder: LocalEmbedder, store: Store
 ) -> None:
     example = EXAMPLE_ANSWER.facts[0].text
+    reworded = " ".join(reversed(example.split()))  # the example's words in another order
     said = "Spent the whole weekend repainting the hallway a pale green."
+    asked = "Explain how a heat pump works."
     rules = [Rule(purpose="extraction", contains="repainting", reply=Reply.json({"facts": [
         fact(example.upper(), "job"),  # the prompt's worked example, copied: the user never said it
+        fact(reworded, "job"),
         fact("Repainted the hallway pale green", "home"),
         fact("Works as a carpenter", "job"),  # stated, but in none of the user's words
+        fact("Asks how heat pumps work", "interest"),  # only the impersonal request could have said it
     ]})), *scenario_rules()]
     with ScriptedLLMServer(rules, **SERVERS["llamacpp_like"]) as scripted:
         memory = memory_for(scripted, embedder, store)
-        report = memory.write([said], date="2024-03-02", session="s-paint")
+        report = memory.write([said, asked], date="2024-03-02", session="s-paint")
         extraction_request = scripted.chat_requests("extraction")[-1]
-    assert [(r.text, r.reason) for r in report.rejected] == [(example.upper(), "copied from the prompt's example")]
+    assert [(r.text, r.reason) for r in report.rejected] == [
+        (example.upper(), "copied from the prompt's example"), (reworded, "copied from the prompt's example"),
+        ("Asks how heat pumps work", "from a request that says nothing about the user")]
     assert sorted((a.text, a.inferred) for a in report.added) == [
         ("Repainted the hallway pale green", False), ("Works as a carpenter", True)]
     # The example reaches the model as an earlier exchange, before the user's own messages.

@@ -136,6 +136,44 @@ def invented_quote(fact_text: str, user_messages: list[str]) -> bool:
     return size > 0 and own < _MIN_OWN_WORDS
 
 
+# A question or request opens with one of these; a statement without "I" ("Just moved to Denver, ...") does not.
+_REQUEST_OPENERS = frozenset("""
+can could would will please how what what's why which where when who whose is are does do did should
+explain recommend suggest give list write summarise summarize translate tell show help make describe compare
+find name create draft define convert proofread calculate outline
+""".split())  # noqa: SIM905 - a word list reads better as text
+_ABOUT_THE_ASKER = frozenset("""
+i i'm i've i'd i'll me my mine myself we we're we've we'd we'll us our ours ourselves
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+def is_impersonal_request(message: str) -> bool:
+    """A question or request with no word about the one asking ("Explain the offside rule", "What is a prime?")."""
+    words = [w.lower().replace("’", "'") for w in _WORD.findall(message)]
+    if not words or any(w in _ABOUT_THE_ASKER for w in words):
+        return False
+    return words[0] in _REQUEST_OPENERS
+
+
+def from_impersonal_requests(fact_text: str, user_messages: list[str]) -> bool:
+    """True when every message the fact can come from (by shared words; all, when it shares none) is an
+    impersonal request.
+
+    Such a message says nothing about the user, so a fact from it is the request restated ("How to make a table
+    in Markdown"), its answer ("Board games for two include ...") or a guess about the asker ("Works as a
+    software developer").
+    """
+    if not user_messages:
+        return False
+    return all(is_impersonal_request(user_messages[i]) for i in likely_sources(fact_text, user_messages))
+
+
+def mostly_words_of(fact_text: str, texts: list[str]) -> bool:
+    """Most of the fact's content words (by stem) are in ``texts``."""
+    size, own = _own_share(fact_text, texts)
+    return size > 0 and own >= _MIN_OWN_WORDS
+
+
 def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:
     """The messages sharing the most words with a fact whose extraction cited none; all when none share any.
 

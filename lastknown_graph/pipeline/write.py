@@ -41,8 +41,10 @@ from lastknown_graph.pipeline.conflicts import (
     select_candidates,
 )
 from lastknown_graph.pipeline.grounding import (
+    from_impersonal_requests,
     invented_quote,
     likely_sources,
+    mostly_words_of,
     reads_like_an_answer,
     shares_no_word,
     ungrounded_terms,
@@ -54,6 +56,7 @@ from lastknown_graph.prompts.extraction import (
     ExtractedFact,
     Extraction,
     example_fact_texts,
+    example_texts,
     extraction_messages,
 )
 from lastknown_graph.reports import (
@@ -112,6 +115,7 @@ def _usable_facts(
     usable: list[tuple[ExtractedFact, list[int]]] = []
     seen: set[tuple[str, str]] = set()
     copied = example_fact_texts()
+    example = example_texts()
     for fact in extraction.facts[:MAX_FACTS_PER_CONVERSATION]:
         text, topic = fact.text.strip(), topic_key(fact.topic)
         if normalised(text) in copied:
@@ -126,6 +130,14 @@ def _usable_facts(
             check_text(text)
         except ValueError as exc:
             rejected.append(RejectedFact(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
+            continue
+        if shares_no_word(text, user_messages) and mostly_words_of(text, example):
+            # The example reworded ("Works as a fire station employee"): still not the user's.
+            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
+            continue
+        if from_impersonal_requests(text, user_messages):
+            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="from a request that says nothing "
+                                         "about the user"))
             continue
         if invented_quote(text, user_messages):
             rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="a quote the user never wrote"))

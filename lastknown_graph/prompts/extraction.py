@@ -99,6 +99,11 @@ def example_fact_texts() -> frozenset[str]:
     return frozenset(normalised(f.text) for f in EXAMPLE_ANSWER.facts)
 
 
+def example_texts() -> list[str]:
+    """Everything the worked example says: a fact in its words and none of the user's is a paraphrased copy."""
+    return [*EXAMPLE_MESSAGES, *(f.text for f in EXAMPLE_ANSWER.facts)]
+
+
 def extraction_messages(user_messages: list[str], day: date, domains: list[str]) -> list[dict[str, str]]:
     """``domains``: the memory's volatility domains, from the most stable to the most changeable."""
     domain_line = f"Domains, from the most stable to the most changeable: {', '.join(domains)}."
