@@ -9,7 +9,7 @@ UV := $(VENV)/bin/uv
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test setup-demo setup-test setup-smallmodel lint typecheck pytest neo4j-start neo4j-stop neo4j-status
+.PHONY: demo test setup-demo setup-test setup-smallmodel lint typecheck pytest unit-core neo4j-start neo4j-stop neo4j-status
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,11 +43,19 @@ typecheck:
 pytest:
 	$(PY) -m pytest
 
-test: setup-test lint typecheck pytest
+# The unit tier in a virtualenv holding only the core dependencies (no torch, no llama.cpp, no JVM): proves the
+# pipeline's unit tests need none of them.
+CORE_VENV ?= .venv-core
+unit-core: $(PY)
+	$(UV) venv -q --allow-existing --python $(PY) $(CORE_VENV)
+	$(UV) pip install --python $(CORE_VENV)/bin/python -q -e . pytest
+	$(CORE_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/unit
+
+test: setup-test lint typecheck unit-core pytest
 
 neo4j-start:
-	$(PY) -m lastknown_graph.local_neo4j start
+	$(PY) -m lastknown_graph.devtools.local_neo4j start
 neo4j-stop:
-	$(PY) -m lastknown_graph.local_neo4j stop
+	$(PY) -m lastknown_graph.devtools.local_neo4j stop
 neo4j-status:
-	$(PY) -m lastknown_graph.local_neo4j status
+	$(PY) -m lastknown_graph.devtools.local_neo4j status

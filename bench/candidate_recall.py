@@ -28,8 +28,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from bench._report import machine_lines, markdown_table, write_generated
+from lastknown_graph.domain.models import FactKind, MessageRecord, NewFact, SessionRecord, SessionWrite
 from lastknown_graph.embedders import LocalEmbedder
-from lastknown_graph.models import FactKind, MessageRecord, NewFact, SessionRecord, SessionWrite
 from lastknown_graph.pipeline.conflicts import ConflictSettings, find_candidates
 from lastknown_graph.store import EmbeddedStore
 

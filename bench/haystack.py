@@ -37,13 +37,13 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from bench._report import machine_lines, markdown_table, write_generated
+from lastknown_graph.domain.models import Fact, FactStatus, ScoredFact
+from lastknown_graph.domain.volatility import HALF_LIFE_DAYS_AT_VOLATILE, MIN_FRESHNESS, VolatilityPriors
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import FIND_POOL_FACTOR, Memory
-from lastknown_graph.models import Fact, FactStatus, ScoredFact
 from lastknown_graph.pipeline.ranking import by_relevance, fact_weight, latest_day
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore
-from lastknown_graph.volatility import HALF_LIFE_DAYS_AT_VOLATILE, MIN_FRESHNESS, VolatilityPriors
 from tests.builders import SessionBuilder
 
 BENCH_DIR = Path(__file__).resolve().parent

@@ -2,7 +2,7 @@
 
 Every scenario in ``bench/scenarios.py`` runs through ``Memory.write()`` (one call per session) and
 ``Memory.ask()`` on an in-memory ``EmbeddedStore`` with the bundled MiniLM embedder, against the
-scripted OpenAI-compatible server (``lastknown_graph.scripted_llm``) in two shapes:
+scripted OpenAI-compatible server (``lastknown_graph.testing.scripted_server``) in two shapes:
 
 - ``llama.cpp-like``: refuses json_schema (as llama-cpp-python does), accepts json_object, gives logprobs;
 - ``bare``: no json_schema, no json_object, no logprobs (schema in the prompt, Yes/No replies).
@@ -32,12 +32,12 @@ from pydantic import BaseModel
 
 from bench._report import machine_lines, markdown_table, write_generated
 from bench.scenarios import NO_LONGER_TRUE, SCENARIOS, Scenario
+from lastknown_graph.domain.reports import UsageReport
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.memory import Memory
-from lastknown_graph.reports import UsageReport
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import EmbeddedStore
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_PATH = BENCH_DIR / "results" / "pipeline-cost.md"

@@ -1,7 +1,7 @@
 // name: import_facts
 // purpose: recreate a user's facts (any status) with embeddings and FROM provenance from an export.
 // parameters: $user_id (string), $facts (list of exported facts, each with embedding_f32: its float32 bytes)
-// example: see tests/test_store_contract.py (export/import round trip)
+// example: see tests/contract/test_store_contract.py (export/import round trip)
 MATCH (u:User {id: $user_id})
 UNWIND $facts AS nf
 CREATE (f:Fact {id: nf.id, user_id: $user_id, text: nf.text, topic: nf.topic, domain: nf.domain,

@@ -2,7 +2,7 @@
 // purpose: recreate CONFIRMED_IN, SUPERSEDES, EXPIRES and CONTRADICTS edges of a user from an export.
 // parameters: $user_id (string), $confirmations (list of {fact_id, session_id, at}),
 //             $replacements (list of {relation, new_fact_id, old_fact_id, session_id, at, stage, reason})
-// example: see tests/test_store_contract.py (export/import round trip)
+// example: see tests/contract/test_store_contract.py (export/import round trip)
 CALL {
   UNWIND $confirmations AS c
   MATCH (f:Fact {id: c.fact_id, user_id: $user_id})

@@ -1,7 +1,7 @@
 // name: import_user
 // purpose: recreate a user's sessions and messages from an export (facts follow in import_facts).
 // parameters: $user_id (string), $sessions (list of {id, date, checked_domains, checks, flagged}), $messages (list of {id, session_id, index, role, text, redacted})
-// example: see tests/test_store_contract.py (export/import round trip)
+// example: see tests/contract/test_store_contract.py (export/import round trip)
 CREATE (u:User {id: $user_id, epoch: randomUUID(), changed_at: timestamp()})
 WITH u
 UNWIND $sessions AS session

@@ -5,7 +5,7 @@
 // parameters: $user_id, $session_id (strings), $date (date), $recorded_at (datetime),
 //             $facts (list of {id, text, topic, domain, inferred, kind, status, embedding, embedding_f32,
 //             source_message_ids})
-// example: see tests/test_cypher_library.py for a full parameter set
+// example: see tests/contract/test_cypher_library.py for a full parameter set
 MATCH (u:User {id: $user_id})
 UNWIND $facts AS nf
 CREATE (f:Fact {id: nf.id, user_id: $user_id, text: nf.text, topic: nf.topic, domain: nf.domain,

@@ -1,5 +1,16 @@
 """lastknown_graph: long-term memory for LLM assistants that notices when what it remembers stops being true."""
 
+from lastknown_graph.domain.models import (
+    Fact,
+    FactKind,
+    FactStatus,
+    HistoryEntry,
+    ScoredFact,
+    SessionWrite,
+    TimelineEvent,
+    UserExport,
+)
+from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import APIEmbedder, Embedder, EmbedderError, LocalEmbedder
 from lastknown_graph.errors import (
     CorruptStoreFileError,
@@ -14,18 +25,7 @@ from lastknown_graph.errors import (
 )
 from lastknown_graph.llm import LLM, LLMError, LLMOutputError, LLMUnavailableError
 from lastknown_graph.memory import Memory
-from lastknown_graph.models import (
-    Fact,
-    FactKind,
-    FactStatus,
-    HistoryEntry,
-    ScoredFact,
-    SessionWrite,
-    TimelineEvent,
-    UserExport,
-)
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
-from lastknown_graph.volatility import VolatilityPriors
 
 __version__ = "0.1.0"
 

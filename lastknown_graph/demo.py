@@ -20,13 +20,13 @@ from typing import Any
 
 import httpx
 
+from lastknown_graph.domain.reports import WriteReport
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.errors import LastknownError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
-from lastknown_graph.reports import WriteReport
-from lastknown_graph.scripted_llm import Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 
 FEBRUARY = [
     "I've been in Portland for years now, the rain doesn't even bother me anymore.",

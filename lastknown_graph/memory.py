@@ -11,10 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from lastknown_graph.embedders import Embedder
-from lastknown_graph.errors import InvalidInputError, StaleStateError, UnknownUserError
-from lastknown_graph.llm import LLM, Usage, UsageMeter
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     DomainTelemetry,
     Fact,
     HistoryEntry,
@@ -22,6 +19,12 @@ from lastknown_graph.models import (
     TimelineEvent,
     UserExport,
 )
+from lastknown_graph.domain.reports import Answer, ForgetReport, UsageCounts, UsageReport, WriteReport
+from lastknown_graph.domain.validation import check_identifier, check_text, parse_day
+from lastknown_graph.domain.volatility import VolatilityPriors
+from lastknown_graph.embedders import Embedder
+from lastknown_graph.errors import InvalidInputError, StaleStateError, UnknownUserError
+from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
@@ -29,11 +32,8 @@ from lastknown_graph.pipeline.ranking import by_relevance, latest_day
 from lastknown_graph.pipeline.telemetry import domain_telemetry
 from lastknown_graph.pipeline.write import PlanningMemo, plan_write
 from lastknown_graph.prompts.answer import answer_messages
-from lastknown_graph.reports import Answer, ForgetReport, UsageCounts, UsageReport, WriteReport
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.records import current_of
-from lastknown_graph.validation import check_identifier, check_text, parse_day
-from lastknown_graph.volatility import VolatilityPriors
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class Memory:
 
     def __init__(
         self,
-        llm: LLM,
+        llm: ChatModel,
         embedder: Embedder,
         user: str,
         store: Store | None = None,
@@ -309,7 +309,7 @@ class Memory:
 
     @classmethod
     def load(
-        cls, path: str | Path, llm: LLM, embedder: Embedder, store: Store | None = None
+        cls, path: str | Path, llm: ChatModel, embedder: Embedder, store: Store | None = None
     ) -> Memory:
         """A memory from a file written by ``save()``, imported into ``store``.
 

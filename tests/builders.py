@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime
 
 import numpy as np
 
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     Confirmation,
     Dispute,
     Expiry,

@@ -41,7 +41,7 @@ def neo4j_uri() -> Iterator[str]:
     if configured:
         yield configured
         return
-    from lastknown_graph import local_neo4j
+    from lastknown_graph.devtools import local_neo4j
 
     home = Path(tempfile.mkdtemp(prefix="lastknown-test-neo4j-"))
     config = local_neo4j.LocalNeo4jConfig(home=home, bolt_port=TEST_BOLT_PORT, http_port=TEST_HTTP_PORT)

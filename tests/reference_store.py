@@ -1,6 +1,6 @@
 """ReferenceStore: a deliberately simple, obviously correct in-memory model of the Store contract.
 
-It is the specification the property tests (tests/test_store_properties.py) hold both real
+It is the specification the property tests (tests/contract/test_store_properties.py) hold both real
 stores to, so it is written to be read, not to be fast: each user's memory is kept as the
 pieces of its own export (sessions, messages, facts with embeddings and provenance,
 confirmations, replacement links) in plain dicts and lists, and every read is computed
@@ -64,8 +64,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Literal
 
-from lastknown_graph.errors import StaleStateError, StoreError, UnknownUserError, UserExistsError
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     DeletionReport,
     ExportedConfirmation,
     ExportedFact,
@@ -83,6 +82,7 @@ from lastknown_graph.models import (
     UserExport,
     WriteOutcome,
 )
+from lastknown_graph.errors import StaleStateError, StoreError, UnknownUserError, UserExistsError
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import REDACTED_REASON
 

@@ -23,8 +23,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--neo4j-uri", default=os.environ.get("LASTKNOWN_NEO4J_URI"),
                         help="Neo4j to fill (default: LASTKNOWN_NEO4J_URI)")
     parser.add_argument("--neo4j-home", type=Path, default=None,
-                        help="home of a server started with `python -m lastknown_graph.local_neo4j start --home`; "
-                             "gives its RSS and disk size")
+                        help="home of a server started with `python -m lastknown_graph.devtools.local_neo4j start "
+                             "--home`; gives its RSS and disk size")
     parser.add_argument("--work-dir", type=Path, default=None, help="where the embedded store file goes")
     parser.add_argument("--embedded-max-users", type=int, default=None,
                         help="load at most this many background users into the embedded store")

@@ -16,8 +16,7 @@ from typing import Any
 import neo4j
 
 from bench.perf.synthetic import RETIREMENT_REASON, RETIREMENT_STAGE, UserScript, session_checks
-from lastknown_graph.cypher_library import CypherLibrary
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     ExportedConfirmation,
     ExportedFact,
     ExportedMessage,
@@ -26,6 +25,7 @@ from lastknown_graph.models import (
     Role,
     UserExport,
 )
+from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from lastknown_graph.store.records import checks_from_props, checks_to_props
 from lastknown_graph.store.vectors import to_float32_bytes
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.perf.instruments import disk_bytes, rss_bytes
-from lastknown_graph import local_neo4j
+from lastknown_graph.devtools import local_neo4j
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from lastknown_graph.embedders import EmbedderError
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     CandidateProbe,
     DeletionReport,
     Fact,
@@ -29,6 +28,7 @@ from lastknown_graph.models import (
     UserExport,
     WriteOutcome,
 )
+from lastknown_graph.embedders import EmbedderError
 from lastknown_graph.store import Store
 from lastknown_graph.store.protocol import CURRENT_ONLY
 

@@ -26,8 +26,8 @@ from bench.perf.bulk import (
     neo4j_graph_shape,
 )
 from bench.perf.synthetic import FACTS_PER_SESSION, SyntheticSpace, UserScript, UserSpec, session_writes, user_script
-from lastknown_graph.cypher_library import CypherLibrary
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 
 logger = logging.getLogger("bench.perf")
 

@@ -23,12 +23,12 @@ import numpy.typing as npt
 from bench.perf.instruments import LookupEmbedder, TimedStore
 from bench.perf.synthetic import TOPIC_INDEX, TOPICS, SyntheticSpace, UserScript, fact_text
 from bench.pipeline_cost import TimedLLM
+from lastknown_graph.domain.models import FactKind, FactStatus, UserExport
 from lastknown_graph.memory import Memory
-from lastknown_graph.models import FactKind, FactStatus, UserExport
 from lastknown_graph.pipeline.conflicts import ConflictSettings, find_candidates
-from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule, ScriptedLLMServer, still_true
 from lastknown_graph.store import Store
 from lastknown_graph.store.protocol import CURRENT_ONLY
+from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, ScriptedLLMServer, still_true
 
 RECALL_K = 10  # recall@10 of the user-scoped vector search, the target
 CANDIDATE_K = 8  # nearest facts per new fact for an unknown domain (volatility.candidate_budget(0.5))

@@ -32,9 +32,9 @@ from bench.perf.loading import (
 )
 from bench.perf.operations import Counts, Harness, PointResult, measure_point
 from bench.perf.synthetic import DIMENSION, SyntheticSpace, UserScript, UserSpec
-from lastknown_graph.cypher_library import CypherLibrary
-from lastknown_graph.scripted_llm import ScriptedLLMServer
 from lastknown_graph.store import EmbeddedStore, Neo4jStore
+from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
+from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
 logger = logging.getLogger("bench.perf")
 

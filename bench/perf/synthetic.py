@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import numpy as np
 import numpy.typing as npt
 
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     CheckCount,
     Confirmation,
     Expiry,

@@ -6,7 +6,7 @@ per-user serialisation in Neo4j (and the re-planning after a lost race) is exerc
 from its ``WriteReport``; afterwards the store is checked against that record (nothing lost, nothing
 phantom, nothing retired twice, every retirement reported, the audit integrity queries clean).
 
-The model is the scripted OpenAI-compatible test double (``lastknown_graph.scripted_llm``) and the
+The model is the scripted OpenAI-compatible test double (``lastknown_graph.testing.scripted_server``) and the
 embeddings are its hashed vectors through ``APIEmbedder``: the soak measures the store and the
 pipeline under concurrency, not a model, and MiniLM on two shared cores would be the bottleneck.
 

@@ -9,7 +9,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from lastknown_graph.reports import WriteReport
+from lastknown_graph.domain.reports import WriteReport
 
 MAX_ERRORS_KEPT = 20  # the first errors are kept whole; the rest are only counted
 

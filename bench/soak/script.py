@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule, still_true
+from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, still_true
 
 
 @dataclass(frozen=True)

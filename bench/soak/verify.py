@@ -21,10 +21,10 @@ import neo4j
 
 from bench.soak.ledger import AckedWrite, Ledger
 from bench.soak.script import TOPICS
-from lastknown_graph.cypher_library import CypherLibrary
+from lastknown_graph.domain.models import FactStatus, UserExport
 from lastknown_graph.errors import UnknownUserError
-from lastknown_graph.models import FactStatus, UserExport
 from lastknown_graph.store import Neo4jStore
+from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 
 INTEGRITY_PREFIX = "audit_integrity_"
 SINGLE_VALUED = frozenset(topic.name for topic in TOPICS if topic.single_valued)

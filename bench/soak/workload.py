@@ -24,8 +24,8 @@ from bench.soak.script import QUESTIONS, Conversation, conversation_pool, script
 from lastknown_graph.embedders import APIEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
-from lastknown_graph.scripted_llm import ScriptedLLMServer
 from lastknown_graph.store import Neo4jStore
+from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
 logger = logging.getLogger("bench.soak")
 

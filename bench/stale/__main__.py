@@ -37,8 +37,8 @@ from lastknown_graph.embedders import APIEmbedder, Embedder, LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS
 from lastknown_graph.pipeline.conflicts import ConflictSettings
-from lastknown_graph.scripted_llm import ScriptedLLMServer
 from lastknown_graph.store import Neo4jStore, Store
+from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
 QUICK_SCENARIOS = 5
 RESULTS_DIR = ROOT / "bench" / "results"

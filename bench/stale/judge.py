@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from bench.stale.dataset import Scenario
 from bench.stale.probes import DIMENSION_NAMES, DIMENSIONS
 from bench.stale.records import Grade, ProbeResult
+from lastknown_graph.domain.reports import UsageReport
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.llm.errors import LLMError
 from lastknown_graph.memory import usage_report
-from lastknown_graph.reports import UsageReport
 
 HERE = Path(__file__).resolve().parent
 RUBRIC_FILE: Final = HERE / "judge_rubric.md"

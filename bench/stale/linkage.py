@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Literal
 
 from bench.stale.records import Linkage
-from lastknown_graph.models import ExportedFact, FactStatus, UserExport
+from lastknown_graph.domain.models import ExportedFact, FactStatus, UserExport
 
 
 def _normalised(text: str) -> str:

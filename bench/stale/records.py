@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lastknown_graph.reports import UsageCounts, UsageReport
+from lastknown_graph.domain.reports import UsageCounts, UsageReport
 
 Phase = Literal["ingest", "answer", "judge"]
 LinkageCategory = Literal["retired_by_new_session", "retired_by_other_session", "missed", "nothing_extracted"]

@@ -22,7 +22,7 @@ from bench.stale.deterministic import leading_answer, summary
 from bench.stale.probes import DIMENSIONS
 from bench.stale.records import ScenarioResult, all_results, sum_counts, total
 from bench.stale.runner import RUN_FILE
-from lastknown_graph.reports import UsageCounts
+from lastknown_graph.domain.reports import UsageCounts
 
 SHORT = {"dim1": "SR", "dim2": "PR", "dim3": "IPA"}
 EXTRAS = ("keeps_new", "right_reason")

@@ -24,8 +24,8 @@ from bench.stale.records import (
     results_path,
 )
 from bench.stale.systems import MemorySystem, Resources, make_system, user_id_for
+from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.errors import LastknownError
-from lastknown_graph.reports import UsageCounts
 
 logger = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Scripted behaviour for quick runs: a transparent oracle built from the scenarios, and a negative control.
 
-This is a TEST DOUBLE (lastknown_graph.scripted_llm), not a model. It proves that the harness feeds, asks, grades,
-links and counts correctly: the oracle must score high, the control low. Its numbers say nothing about any model or
-about the memory's quality.
+This is a TEST DOUBLE (lastknown_graph.testing.scripted_server), not a model. It proves that the harness feeds, asks,
+grades, links and counts correctly: the oracle must score high, the control low. Its numbers say nothing about any
+model or about the memory's quality.
 
 The oracle:
 - extraction: a message holding M_old yields one fact, the statement itself (topic ``tracked_state``); a message
@@ -36,7 +36,7 @@ from bench.stale.baselines import sentences
 from bench.stale.dataset import Scenario
 from bench.stale.judge import EXTRAS_PURPOSE, JUDGE_PURPOSE
 from bench.stale.probes import keeps_new_question
-from lastknown_graph.scripted_llm import RecordedRequest, Reply, Rule, still_true
+from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, still_true
 
 Behaviour = Literal["oracle", "control"]
 BEHAVIOURS: Final = ("oracle", "control")

@@ -13,11 +13,11 @@ from bench.stale.baselines import FullHistory, NaiveRag
 from bench.stale.dataset import Scenario, Session
 from bench.stale.linkage import linkage, old_fact_ids
 from bench.stale.records import Linkage, PairCheck, Probed, ProbeResult, add_usage
+from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS, Memory
 from lastknown_graph.pipeline.conflicts import ConflictSettings
-from lastknown_graph.reports import UsageCounts
 from lastknown_graph.store import EmbeddedStore, Store
 
 MEMORY: Final = "memory"

@@ -2,13 +2,17 @@
 
 from lastknown_graph.llm.client import LLM, ServerCapabilities
 from lastknown_graph.llm.errors import LLMError, LLMOutputError, LLMUnavailableError
+from lastknown_graph.llm.protocol import Capabilities, ChatModel, Messages
 from lastknown_graph.llm.usage import Usage, UsageMeter
 
 __all__ = [
     "LLM",
+    "Capabilities",
+    "ChatModel",
     "LLMError",
     "LLMOutputError",
     "LLMUnavailableError",
+    "Messages",
     "ServerCapabilities",
     "Usage",
     "UsageMeter",

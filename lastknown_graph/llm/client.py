@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field, ValidationError
 from lastknown_graph.llm.errors import LLMError, LLMOutputError, LLMUnavailableError
 from lastknown_graph.llm.json_reading import normalised_token, read_json_object, read_yes_no, strip_thinking
 from lastknown_graph.llm.usage import UsageMeter
+from lastknown_graph.llm.wire import PROBE_PURPOSE, PURPOSE_HEADER
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +36,6 @@ R = TypeVar("R")
 
 DEFAULT_BASE_URL = "http://localhost:8000/v1"
 DUMMY_API_KEY = "not-needed"  # local servers ignore the key, but the SDK refuses to start without one
-PURPOSE_HEADER = "X-Lastknown-Purpose"  # lets server logs (and the scripted test server) tell calls apart
-PROBE_PURPOSE = "capabilities"  # purpose under which the capability probes are metered
 PROBE_MAX_TOKENS = 16  # '{"ok": true}' fits; acceptance of the request is what the probe measures
 TOP_LOGPROBS = 10  # room for case and leading-space variants of both Yes and No
 SHORT_REPLY_MAX_TOKENS = 3  # one word plus punctuation or a leading space

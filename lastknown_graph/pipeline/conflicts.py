@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from lastknown_graph.llm import LLM, UsageMeter
-from lastknown_graph.models import CandidateProbe, Fact, FactKind, ProbeCandidates
+from lastknown_graph.domain.models import CandidateProbe, Fact, FactKind, ProbeCandidates
+from lastknown_graph.domain.volatility import UNKNOWN_DOMAIN_VOLATILITY, candidate_budget, stage1_flag_bar
+from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
 from lastknown_graph.prompts.still_true import outdated_messages
 from lastknown_graph.store import Store
-from lastknown_graph.volatility import UNKNOWN_DOMAIN_VOLATILITY, candidate_budget, stage1_flag_bar
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def moment_expires(new_kind: FactKind, new_topic: str, candidate: Fact) -> bool:
 
 
 def judge_pair(
-    llm: LLM,
+    llm: ChatModel,
     meter: UsageMeter,
     earlier: Fact,
     later_text: str,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from datetime import date
 
-from lastknown_graph.models import Fact, FactStatus, HistoryEntry
+from lastknown_graph.domain.models import Fact, FactStatus, HistoryEntry
+from lastknown_graph.domain.volatility import VolatilityPriors, freshness
 from lastknown_graph.pipeline.ranking import effective_age_days
-from lastknown_graph.volatility import VolatilityPriors, freshness
 
 NOW_HEADING = "What is true about the user now (most recent first):"
 PAST_HEADING = "No longer true (kept for history):"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lastknown_graph.domain.models import FactStatus, HistoryEntry
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.llm import LLM, UsageMeter
-from lastknown_graph.models import FactStatus, HistoryEntry
+from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.prompts.premise import premise_messages
 from lastknown_graph.store import Store
 
@@ -23,7 +23,7 @@ class PremiseSettings:
 
 
 def premise_notes(
-    *, llm: LLM, embedder: Embedder, store: Store, user_id: str, message: str, settings: PremiseSettings,
+    *, llm: ChatModel, embedder: Embedder, store: Store, user_id: str, message: str, settings: PremiseSettings,
     meter: UsageMeter, history: Sequence[HistoryEntry] | None = None,
 ) -> list[str]:
     """``history``: the user's history if the caller has read it already (``ask()`` reads it once for both)."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import date
 
-from lastknown_graph.models import Fact, FactStatus, ScoredFact
-from lastknown_graph.volatility import MIN_FRESHNESS, VolatilityPriors, freshness
+from lastknown_graph.domain.models import Fact, FactStatus, ScoredFact
+from lastknown_graph.domain.volatility import MIN_FRESHNESS, VolatilityPriors, freshness
 
 # History stays findable but weighs less than any current fact can (freshness never drops below
 # MIN_FRESHNESS), so an equally similar current fact always ranks first.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from lastknown_graph.models import DomainTelemetry, FactStatus, UserExport
+from lastknown_graph.domain.models import DomainTelemetry, FactStatus, UserExport
 
 UNASSIGNED = "unassigned"
 

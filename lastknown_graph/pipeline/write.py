@@ -13,9 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-from lastknown_graph.embedders import Embedder
-from lastknown_graph.llm import LLM, UsageMeter
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     CheckCount,
     Confirmation,
     Dispute,
@@ -30,6 +28,20 @@ from lastknown_graph.models import (
     SessionRecord,
     SessionWrite,
 )
+from lastknown_graph.domain.reports import (
+    AddedFact,
+    ConfirmedFact,
+    DisputedFact,
+    ExpiredFact,
+    KeptFact,
+    OvertakenFact,
+    RejectedFact,
+    RetiredFact,
+)
+from lastknown_graph.domain.validation import check_text
+from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget, evidence_needed
+from lastknown_graph.embedders import Embedder
+from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.conflicts import (
     ConflictSettings,
     PairDecision,
@@ -59,19 +71,7 @@ from lastknown_graph.prompts.extraction import (
     example_texts,
     extraction_messages,
 )
-from lastknown_graph.reports import (
-    AddedFact,
-    ConfirmedFact,
-    DisputedFact,
-    ExpiredFact,
-    KeptFact,
-    OvertakenFact,
-    RejectedFact,
-    RetiredFact,
-)
 from lastknown_graph.store import Store
-from lastknown_graph.validation import check_text
-from lastknown_graph.volatility import VolatilityPriors, candidate_budget, evidence_needed
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ class PlanningMemo:
 
 def plan_write(
     *,
-    llm: LLM,
+    llm: ChatModel,
     embedder: Embedder,
     store: Store,
     settings: ConflictSettings,

@@ -26,15 +26,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from lastknown_graph.errors import (
-    CorruptStoreFileError,
-    SchemaMismatchError,
-    StaleStateError,
-    StoreError,
-    UnknownUserError,
-    UserExistsError,
-)
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     CandidateProbe,
     DeletionReport,
     ExportedConfirmation,
@@ -54,6 +46,15 @@ from lastknown_graph.models import (
     UserExport,
     WriteOutcome,
 )
+from lastknown_graph.domain.validation import check_identifier
+from lastknown_graph.errors import (
+    CorruptStoreFileError,
+    SchemaMismatchError,
+    StaleStateError,
+    StoreError,
+    UnknownUserError,
+    UserExistsError,
+)
 from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
@@ -70,7 +71,6 @@ from lastknown_graph.store.records import (
 )
 from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
-from lastknown_graph.validation import check_identifier
 
 FILE_FORMAT = "lastknown_graph.embedded"
 FILE_VERSION = 1

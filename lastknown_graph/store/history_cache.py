@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from lastknown_graph.models import HistoryEntry
+from lastknown_graph.domain.models import HistoryEntry
 
 DEFAULT_CACHED_USERS = 64
 

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import date
 from typing import Protocol, runtime_checkable
 
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     CandidateProbe,
     DeletionReport,
     Fact,

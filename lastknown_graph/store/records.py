@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from lastknown_graph.models import (
+from lastknown_graph.domain.models import (
     CheckCount,
     Fact,
     FactStatus,

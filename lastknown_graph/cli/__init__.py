@@ -1,0 +1,1 @@
+"""The `lastknown` command line: a thin layer over Memory and the stores."""

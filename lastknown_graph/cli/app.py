@@ -1,0 +1,320 @@
+"""``lastknown``: the command line of lastknown_graph. See docs/cli.md, or ``lastknown --help``.
+
+Every command takes ``--user``, ``--store`` and ``--json`` (before or after the command name); results
+go to stdout, errors to stderr as one line ``lastknown: error: ...`` with a documented exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from lastknown_graph.cli.commands import (
+    run_as_of,
+    run_ask,
+    run_audit,
+    run_context,
+    run_export,
+    run_find,
+    run_forget,
+    run_forget_about,
+    run_history,
+    run_import,
+    run_stats,
+    run_timeline,
+    run_upgrade,
+)
+from lastknown_graph.cli.render import DEFAULT_CELL_WIDTH
+from lastknown_graph.cli.runtime import (
+    DEFAULT_STORE_TIMEOUT_S,
+    EMBEDDERS,
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    Options,
+    Runtime,
+    exit_code_for,
+    parse_store,
+    resolve_embedder_choice,
+)
+from lastknown_graph.cli.write import run_write
+
+Handler = Callable[[argparse.Namespace, Runtime], int]
+
+EXIT_CODES = """\
+exit codes:
+  0  success
+  1  any other lastknown_graph error (schema mismatch, unreadable model answer, import conflict, ...)
+  2  usage error (unknown option, missing --user, ...)
+  3  invalid input (a malformed argument, file or JSONL line); nothing was changed
+  4  store unavailable (Neo4j unreachable or refusing the credentials)
+  5  LLM or embedder unavailable (unreachable, not installed or not configured)
+  6  unknown user (the user has no memory in this store)
+  7  deletion not confirmed; nothing was deleted
+"""
+
+ENVIRONMENT = """\
+environment:
+  LASTKNOWN_NEO4J_URI         default store when --store is not given (else LASTKNOWN_EMBEDDED_PATH,
+                              else ~/.lastknown/memory.json)
+  LASTKNOWN_NEO4J_USER/_PASSWORD  Neo4j credentials (never printed)
+  LASTKNOWN_BASE_URL, LASTKNOWN_MODEL, LASTKNOWN_API_KEY   the LLM (write, ask)
+  LASTKNOWN_EMBEDDER          local (default) or api; LASTKNOWN_EMBED_MODEL, LASTKNOWN_EMBED_BASE_URL
+"""
+
+MAIN_EXAMPLES = """\
+examples:
+  lastknown write --user alice --date 2024-02-10 "I've been in Portland for years now."
+  lastknown write --jsonl conversations.jsonl --keep-going
+  lastknown context --user alice
+  lastknown history --user alice --json | jq '.history[].fact.text'
+  lastknown export --user alice --output alice.json
+  lastknown import ~/.lastknown/memory.json --store bolt://localhost:7687
+  lastknown audit why_retired --user alice --param fact_id=fact-5b2e9a --store bolt://localhost:7687
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line ``lastknown: error: ...`` and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"lastknown: error: {message} (see '{self.prog} --help')\n")
+
+
+def _common_options() -> Parser:
+    # SUPPRESS: an option given before the command is not overwritten by the subcommand's default.
+    common = Parser(add_help=False)
+    group = common.add_argument_group("common options (before or after the command)")
+    group.add_argument("--user", default=argparse.SUPPRESS, help="the user whose memory to use")
+    group.add_argument(
+        "--store", default=argparse.SUPPRESS, metavar="STORE",
+        help="embedded:PATH, a .json file, or bolt://HOST:PORT / neo4j://HOST:PORT "
+             "(default: LASTKNOWN_NEO4J_URI, else LASTKNOWN_EMBEDDED_PATH, else ~/.lastknown/memory.json)",
+    )
+    group.add_argument("--json", dest="as_json", action="store_true", default=argparse.SUPPRESS,
+                       help="print the result as JSON (stdout stays valid JSON, or empty on error)")
+    group.add_argument("--neo4j-user", default=argparse.SUPPRESS, help="Neo4j user (default: LASTKNOWN_NEO4J_USER)")
+    group.add_argument("--neo4j-password", default=argparse.SUPPRESS,
+                       help="Neo4j password (prefer LASTKNOWN_NEO4J_PASSWORD: arguments show in ps)")
+    group.add_argument("--store-timeout", type=float, default=argparse.SUPPRESS, metavar="SECONDS",
+                       help=f"give up on an unreachable Neo4j after about this long "
+                            f"(default {DEFAULT_STORE_TIMEOUT_S:g})")
+    group.add_argument("--embedder", choices=EMBEDDERS, default=argparse.SUPPRESS,
+                       help="local MiniLM (default) or api (/embeddings endpoint); env LASTKNOWN_EMBEDDER")
+    group.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="log what the library does (fallbacks, retries) to stderr")
+    return common
+
+
+def _command(
+    commands: argparse._SubParsersAction[Parser], common: Parser,
+    name: str, summary: str, examples: str, handler: Handler,
+) -> Parser:
+    parser = commands.add_parser(
+        name, help=summary, description=summary, parents=[common],
+        epilog="examples:\n" + "\n".join(f"  {line}" for line in examples.strip().splitlines()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def build_parser() -> Parser:
+    common = _common_options()
+    parser = Parser(
+        prog="lastknown",
+        description="Long-term memory for LLM assistants that notices when what it remembers is no longer true.",
+        epilog=MAIN_EXAMPLES + "\n" + EXIT_CODES + "\n" + ENVIRONMENT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    write = _command(commands, common, "write", "remember a conversation (or import many from JSONL)", """
+lastknown write --user alice --date 2024-02-10 --session s-1 "I've been in Portland for years now."
+echo "Found a bark scorpion in my boot." | lastknown write --user alice --date 2024-09-03
+lastknown write --user alice --file chat.txt          # one message per line
+lastknown write --jsonl conversations.jsonl --keep-going --json
+  # a JSONL line: {"session": "s-1", "date": "2024-02-10", "user": "alice", "messages": ["..."]}
+""", run_write)
+    write.add_argument("messages", nargs="*", metavar="MESSAGE", help="the user's messages, one per argument")
+    write.add_argument("--file", metavar="PATH", help="read messages from a text file, one per line (- for stdin)")
+    write.add_argument("--session", help="session id (default: derived from user, date and messages)")
+    write.add_argument("--date", help="the conversation's date, YYYY-MM-DD (default: today)")
+    write.add_argument("--jsonl", metavar="PATH", help="bulk import: one conversation per line (- for stdin)")
+    write.add_argument("--keep-going", action="store_true",
+                       help="with --jsonl: skip conversations that fail on their own and carry on")
+    write.add_argument("--no-progress", action="store_true", help="with --jsonl: no progress on stderr")
+
+    context = _command(commands, common, "context", "print what is true now and what no longer is (prompt text)", """
+lastknown context --user alice
+lastknown context --user alice --max-tokens 500 --json
+""", run_context)
+    context.add_argument("--max-tokens", type=int, help="trim a long memory to about this many tokens")
+
+    ask = _command(commands, common, "ask", "answer a question with the user's memory (calls the LLM)", """
+lastknown ask --user alice "Rainy-day ideas for Portland?"
+lastknown ask --user alice "Where do I live?" --json | jq -r .text
+""", run_ask)
+    ask.add_argument("question")
+
+    find = _command(commands, common, "find", "search current and historical facts by meaning", """
+lastknown find --user alice "where does the user live" -k 3
+""", run_find)
+    find.add_argument("query")
+    find.add_argument("-k", type=int, default=5, help="how many facts (default 5)")
+
+    forget = _command(commands, common, "forget", "delete facts by id, with their source messages' text", """
+lastknown forget --user alice fact-5b2e9a fact-77c1d0
+""", run_forget)
+    forget.add_argument("fact_ids", nargs="+", metavar="FACT_ID")
+
+    forget_about = _command(
+        commands, common, "forget-about", "delete every fact similar to a query (asks first unless --yes)", """
+lastknown forget-about --user alice "scorpions" --dry-run
+lastknown forget-about --user alice "scorpions" --threshold 0.7 --yes
+""", run_forget_about)
+    forget_about.add_argument("query")
+    forget_about.add_argument("--threshold", type=float, default=0.6, help="minimum cosine similarity (default 0.6)")
+    forget_about.add_argument("--yes", action="store_true", help="do not ask (required when stdin is not a terminal)")
+    forget_about.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
+
+    _command(commands, common, "history", "every fact, oldest first, with what replaced it", """
+lastknown history --user alice
+""", run_history)
+
+    timeline = _command(
+        commands, common, "timeline", "adds, confirmations, retirements (with cause) and expiries by date", """
+lastknown timeline --user alice
+lastknown timeline --user alice --html alice-timeline.html    # one self-contained page: facts on a time axis
+""", run_timeline)
+    timeline.add_argument("--html", metavar="PATH",
+                          help="write the timeline as one self-contained HTML page (a picture by topic) to PATH")
+
+    as_of = _command(commands, common, "as-of", "what was true on a past date", """
+lastknown as-of --user alice 2024-05-01
+""", run_as_of)
+    as_of.add_argument("date", help="YYYY-MM-DD")
+
+    export = _command(commands, common, "export", "write the user's whole memory as JSON (embeddings included)", """
+lastknown export --user alice > alice.json
+lastknown export --user alice --output alice.json --json
+""", run_export)
+    export.add_argument("--output", "-o", metavar="PATH", help="file to write (default: stdout)")
+
+    import_ = _command(
+        commands, common, "import", "import an export file, or every user of an embedded store file", """
+lastknown import alice.json --store bolt://localhost:7687
+lastknown import ~/.lastknown/memory.json --store bolt://localhost:7687 --skip-existing
+lastknown import ~/.lastknown/memory.json --user alice --store bolt://localhost:7687
+""", run_import)
+    import_.add_argument("path", metavar="FILE", help="a 'lastknown export' file (- for stdin) or an embedded store")
+    import_.add_argument("--skip-existing", action="store_true", help="skip users the target store already has")
+
+    audit = _command(commands, common, "audit", "run a query of the Cypher library (read-only) and print a table", """
+lastknown audit --list
+lastknown audit facts_per_topic --user alice --store bolt://localhost:7687
+lastknown audit why_retired --user alice --param fact_id=fact-5b2e9a --store bolt://localhost:7687
+lastknown audit facts_by_status --user alice --param statuses=current,retired --json
+lastknown audit integrity_redaction --param user_id=null     # every user
+""", run_audit)
+    audit.add_argument("name", nargs="?", metavar="QUERY", help="file name in cypher/ (the audit_ prefix is optional)")
+    audit.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="a query parameter, typed by the file's header; lists as a,b or JSON")
+    audit.add_argument("--list", action="store_true", help="list the queries and their parameters")
+    audit.add_argument("--max-width", type=int, default=DEFAULT_CELL_WIDTH,
+                       help=f"cut table cells to this width, 0 for never (default {DEFAULT_CELL_WIDTH})")
+
+    stats = _command(commands, common, "stats", "counts per user: facts by status, sessions, messages, retirements", """
+lastknown stats --user alice
+lastknown stats --all-users --json
+""", run_stats)
+    stats.add_argument("--all-users", action="store_true", help="one row per user of the store")
+
+    upgrade = _command(
+        commands, common, "upgrade", "bring a Neo4j memory written by an older version up to this one's layout", """
+lastknown upgrade --store bolt://localhost:7687
+""", run_upgrade)
+    upgrade.add_argument("--batch-size", type=int, default=1000, help="facts per transaction (default 1000)")
+
+    neo4j = commands.add_parser(
+        "neo4j", help="start, stop or inspect a local Neo4j for development (Java + Maven, no Docker)",
+        description="Delegates to python -m lastknown_graph.devtools.local_neo4j; options after the action go to it "
+                    "(--home, --bolt-port, --http-port, --heap, --pagecache, --timeout, --json).",
+        epilog="examples:\n  lastknown neo4j start\n  lastknown neo4j status --json\n"
+               "  lastknown neo4j start --bolt-port 7688 --http-port 0\n  lastknown neo4j stop\n"
+               "exit codes: 0 success, 1 the server could not be started/stopped, 2 usage error",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    neo4j.add_argument("action", choices=("start", "stop", "status"))
+    neo4j.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return parser
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
+                        format="lastknown: %(levelname)s: %(name)s: %(message)s")
+    # The Neo4j driver logs each retry of a refused connection; the command reports the outcome once.
+    logging.getLogger("neo4j").setLevel(logging.INFO if verbose else logging.ERROR)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    if not verbose:
+        # sentence-transformers' "Loading weights" bars would break the one-line error contract of stderr.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def _options(args: argparse.Namespace) -> Options:
+    return Options(
+        user=getattr(args, "user", None),
+        store=parse_store(getattr(args, "store", None)),
+        as_json=bool(getattr(args, "as_json", False)),
+        neo4j_user=getattr(args, "neo4j_user", None),
+        neo4j_password=getattr(args, "neo4j_password", None),
+        store_timeout_s=float(getattr(args, "store_timeout", DEFAULT_STORE_TIMEOUT_S)),
+        embedder=resolve_embedder_choice(getattr(args, "embedder", None)),
+        verbose=bool(getattr(args, "verbose", False)),
+    )
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"lastknown: error: {' '.join(message.split())}", file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    if args.command == "neo4j":
+        from lastknown_graph.devtools import local_neo4j
+
+        json_flag = ["--json"] if getattr(args, "as_json", False) and "--json" not in args.rest else []
+        return local_neo4j.main([args.action, *args.rest, *json_flag])
+    runtime: Runtime | None = None
+    try:
+        options = _options(args)
+        _configure_logging(options.verbose)
+        runtime = Runtime(options)
+        handler: Handler = args.handler
+        return handler(args, runtime)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        # The reader went away (| head): say nothing more, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:
+        code = exit_code_for(exc)
+        if code is None:
+            raise
+        message = str(exc) or type(exc).__name__
+        return _fail(runtime.redact(message) if runtime is not None else message, code)
+    finally:
+        if runtime is not None:
+            runtime.close()
+

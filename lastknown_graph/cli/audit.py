@@ -1,0 +1,198 @@
+"""``lastknown audit``: run one file of the Cypher library, read-only, with typed ``--param`` values.
+
+Values are typed by the file's ``// parameters:`` header (``$day (date)`` becomes a date, ``$statuses
+(list of strings)`` a list) and reach Neo4j only as parameters. The query runs in a read transaction,
+so Neo4j itself refuses a file that would write (``write_*``, ``delete_*``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date, datetime
+from typing import Any
+
+import neo4j
+from neo4j import GraphDatabase
+from neo4j import exceptions as neo4j_errors
+
+from lastknown_graph.cli.runtime import Options, StoreSpec, jsonable
+from lastknown_graph.errors import InvalidInputError, StoreError, StoreUnavailableError
+from lastknown_graph.store.neo4j.cypher_library import CypherLibrary, Query
+
+AUDIT_PREFIX = "audit_"
+_DECLARATION = re.compile(r"\$([A-Za-z_]\w*)(?:\s*\(([^()]*)\))?")
+_USED = re.compile(r"\$([A-Za-z_]\w*)")
+_HEADER_KEY = re.compile(r"^//\s*[a-z_]+:")
+
+
+def resolve(library: CypherLibrary, name: str) -> Query:
+    """The query ``name``, or ``audit_<name>`` so that ``audit why_retired`` finds ``audit_why_retired``."""
+    for candidate in (name, AUDIT_PREFIX + name):
+        try:
+            return library.get(candidate)
+        except KeyError:
+            continue
+    audits = [n.removeprefix(AUDIT_PREFIX) for n in library.names() if n.startswith(AUDIT_PREFIX)]
+    raise InvalidInputError(f"no query named {name!r}; audits: {', '.join(audits)} (lastknown audit --list)")
+
+
+def header(query: Query, field_name: str) -> str:
+    """A ``// field:`` header of a library file with its indented continuation lines."""
+    lines = query.text.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith(f"// {field_name}:"):
+            parts = [line.split(":", 1)[1].strip()]
+            for follow in lines[index + 1:]:
+                if not follow.startswith("//  ") or _HEADER_KEY.match(follow):
+                    break
+                parts.append(follow[2:].strip())
+            return " ".join(parts)
+    return ""
+
+
+def declared_types(query: Query) -> dict[str, str]:
+    """Parameter name -> declared type text; ``$a, $b (strings)`` gives both names the later type."""
+    types: dict[str, str] = {}
+    untyped: list[str] = []
+    for name, type_text in _DECLARATION.findall(header(query, "parameters")):
+        untyped.append(name)
+        if type_text:
+            types.update(dict.fromkeys(untyped, type_text.strip()))
+            untyped = []
+    types.update(dict.fromkeys(untyped, ""))
+    return types
+
+
+def used_parameters(query: Query) -> list[str]:
+    body = "\n".join(line for line in query.text.splitlines() if not line.lstrip().startswith("//"))
+    return sorted(set(_USED.findall(body)))
+
+
+def convert(name: str, raw: str, type_text: str) -> Any:
+    """``raw`` as the declared type; undeclared values are JSON when they parse as JSON, else text."""
+    kind = type_text.lower()
+    try:
+        if raw == "null" and (not kind or "null" in kind):
+            return None
+        if kind.startswith("list"):
+            if raw.lstrip().startswith("["):
+                value = json.loads(raw)
+                if not isinstance(value, list):
+                    raise ValueError("not a JSON list")
+                return value
+            return [part.strip() for part in raw.split(",") if part.strip()]
+        if kind.startswith("integer"):
+            return int(raw)
+        if kind.startswith("float"):
+            return float(raw)
+        if kind.startswith("boolean"):
+            if raw not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return raw == "true"
+        if kind.startswith("datetime"):
+            return datetime.fromisoformat(raw)
+        if kind.startswith("date"):
+            return date.fromisoformat(raw)
+        if kind.startswith("string"):
+            return raw
+    except ValueError as exc:
+        raise InvalidInputError(f"--param {name}: {raw!r} is not a {type_text}: {exc}") from exc
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def parameters(query: Query, pairs: Sequence[str], user: str | None) -> dict[str, Any]:
+    """Typed parameters from ``key=value`` pairs; ``user_id`` defaults to ``--user``."""
+    used = used_parameters(query)
+    types = declared_types(query)
+    given: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InvalidInputError(f"--param takes key=value, got {pair!r}")
+        if key not in used:
+            takes = ", ".join(used) or "no parameters"
+            raise InvalidInputError(f"{query.name} has no parameter {key!r} (it takes: {takes})")
+        given[key] = convert(key, raw, types.get(key, ""))
+    if "user_id" in used and "user_id" not in given and user is not None:
+        given["user_id"] = user
+    missing = [name for name in used if name not in given]
+    if missing:
+        example = header(query, "example")
+        hint = f"; example: {example}" if example else ""
+        extra = " (user_id: --user or --param user_id=null where the file allows null)" if "user_id" in missing else ""
+        raise InvalidInputError(f"{query.name} needs --param for: {', '.join(missing)}{extra}{hint}")
+    return given
+
+
+def run(
+    spec: StoreSpec, options: Options, query: Query, params: Mapping[str, Any]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns and rows of ``query`` run in one read transaction on the Neo4j at ``spec``."""
+    if spec.kind != "neo4j":
+        raise InvalidInputError(
+            f"audit runs Cypher, which needs a Neo4j store (--store bolt://HOST:7687); {spec.describe()} is an "
+            "embedded file (copy it into Neo4j with: lastknown import FILE --store bolt://...)"
+        )
+    statements = query.statements()
+    if len(statements) != 1:
+        raise InvalidInputError(f"{query.name} holds {len(statements)} statements; audit runs one-statement files")
+    statement = statements[0]
+
+    def work(tx: neo4j.ManagedTransaction) -> tuple[list[str], list[dict[str, Any]]]:
+        result = tx.run(statement, dict(params))
+        columns = list(result.keys())
+        return columns, [jsonable(record.data()) for record in result]
+
+    return _with_driver(spec, options, query.name, lambda session: session.execute_read(work))
+
+
+def _with_driver(
+    spec: StoreSpec, options: Options, name: str,
+    action: Callable[[neo4j.Session], tuple[list[str], list[dict[str, Any]]]],
+) -> tuple[list[str], list[dict[str, Any]]]:
+    user = options.neo4j_user or os.environ.get("LASTKNOWN_NEO4J_USER", "neo4j")
+    password = options.neo4j_password
+    if password is None:
+        password = os.environ.get("LASTKNOWN_NEO4J_PASSWORD", "")
+    database = os.environ.get("LASTKNOWN_NEO4J_DATABASE") or None
+    try:
+        driver = GraphDatabase.driver(
+            spec.location, auth=(user, password), notifications_min_severity="OFF",
+            max_transaction_retry_time=options.store_timeout_s,
+            connection_timeout=min(options.store_timeout_s, 30.0),
+            connection_acquisition_timeout=min(options.store_timeout_s, 30.0),
+        )
+    except (ValueError, neo4j_errors.ConfigurationError) as exc:
+        raise StoreError(f"bad Neo4j settings for {spec.location}: {exc}") from exc
+    try:
+        with driver.session(database=database) as session:
+            return action(session)
+    except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
+        raise StoreUnavailableError(f"Neo4j at {spec.location} is unavailable: {exc}") from exc
+    except neo4j_errors.AuthError as exc:
+        raise StoreUnavailableError(f"Neo4j at {spec.location} refused the credentials: {exc.message}") from exc
+    except neo4j_errors.ClientError as exc:
+        if "AccessMode" in (exc.code or ""):
+            raise InvalidInputError(f"{name} writes to the database; audit only runs read queries") from exc
+        raise InvalidInputError(f"Neo4j refused {name}: {exc.code}: {exc.message}") from exc
+    except neo4j_errors.Neo4jError as exc:
+        raise StoreError(f"Neo4j failed to run {name}: {exc.code}: {exc.message}") from exc
+    except neo4j_errors.DriverError as exc:
+        raise StoreUnavailableError(f"Neo4j driver failed to run {name}: {exc}") from exc
+    finally:
+        driver.close()
+
+
+def catalogue(library: CypherLibrary) -> tuple[list[str], list[list[str]]]:
+    """Every query of the library with its purpose, audits first."""
+    names = library.names()
+    ordered = [n for n in names if n.startswith(AUDIT_PREFIX)] + [n for n in names if not n.startswith(AUDIT_PREFIX)]
+    rows = [[name, ", ".join(used_parameters(library.get(name))), library.get(name).purpose] for name in ordered]
+    return ["name", "parameters", "purpose"], rows

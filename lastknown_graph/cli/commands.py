@@ -1,0 +1,401 @@
+"""The ``lastknown`` commands other than ``write``. Each takes the parsed arguments and returns an exit code.
+
+Commands that only read or delete by id talk to the store alone; ``ask``, ``find`` and ``forget-about``
+also open the embedder (and ``ask`` the LLM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from lastknown_graph.cli import audit as cli_audit
+from lastknown_graph.cli.render import (
+    DEFAULT_CELL_WIDTH,
+    facts_text,
+    forget_text,
+    history_text,
+    scored_text,
+    table_text,
+    timeline_text,
+)
+from lastknown_graph.cli.runtime import (
+    EXIT_NOT_CONFIRMED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CLIError,
+    Runtime,
+    StoreSpec,
+    checked_user,
+    emit,
+    note,
+)
+from lastknown_graph.domain.models import EXPORT_FORMAT, Fact, FactStatus, ScoredFact, UserExport
+from lastknown_graph.domain.reports import ForgetReport
+from lastknown_graph.domain.validation import check_identifier, check_text, parse_day
+from lastknown_graph.domain.volatility import VolatilityPriors
+from lastknown_graph.errors import InvalidInputError, LastknownError, UserExistsError
+from lastknown_graph.memory import FIND_MAX_K
+from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
+from lastknown_graph.pipeline.ranking import latest_day
+from lastknown_graph.render.timeline_html import render_timeline_html
+from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.store.embedded import FILE_FORMAT as EMBEDDED_FORMAT
+from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
+
+# Names of the replacement relations in ``stats``.
+RELATION_COUNTS = {"supersedes": "retirements", "expires": "expiries", "contradicts": "contradictions"}
+
+
+def _fact_json(fact: Fact) -> dict[str, Any]:
+    return fact.model_dump(mode="json", exclude={"embedding"})
+
+
+def _scored_json(hit: ScoredFact) -> dict[str, Any]:
+    return {"similarity": hit.similarity, "relevance": hit.relevance, "fact": _fact_json(hit.fact)}
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+def run_context(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    max_tokens: int | None = args.max_tokens
+    if max_tokens is not None and max_tokens < MIN_CONTEXT_TOKENS:
+        raise InvalidInputError(f"--max-tokens must be at least {MIN_CONTEXT_TOKENS}, got {max_tokens}")
+    store = rt.store_with_user(user)
+    current = store.current_facts(user)
+    today = latest_day(current) or datetime.now(UTC).date()
+    text = render_context(current, store.history(user), max_tokens=max_tokens, priors=VolatilityPriors(), today=today)
+    emit(rt.options, {"user": user, "context": text}, text)
+    return EXIT_OK
+
+
+def run_history(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    entries = rt.store_with_user(user).history(user)
+    payload = {"user": user, "history": [
+        {"fact": _fact_json(e.fact), **e.model_dump(mode="json", exclude={"fact"})} for e in entries
+    ]}
+    emit(rt.options, payload, history_text(entries))
+    return EXIT_OK
+
+
+def run_timeline(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    store = rt.store_with_user(user)
+    events = store.timeline(user)
+    if args.html is None:
+        emit(rt.options, {"user": user, "events": [e.model_dump(mode="json") for e in events]},
+             timeline_text(events))
+        return EXIT_OK
+    target = Path(args.html)
+    page = render_timeline_html(user, store.history(user), events)
+    try:
+        target.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise CLIError(f"cannot write {target}: {exc.strerror or exc}", 1) from exc
+    emit(rt.options, {"user": user, "html": str(target)}, str(target))
+    return EXIT_OK
+
+
+def run_as_of(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    try:
+        day = parse_day(args.date)
+    except ValueError as exc:
+        raise InvalidInputError(f"as-of: {exc}") from exc
+    facts = rt.store_with_user(user).state_as_of(user, day)
+    emit(rt.options, {"user": user, "date": day.isoformat(), "facts": [_fact_json(f) for f in facts]},
+         facts_text(facts, f"(nothing was known about {user} on {day.isoformat()})"))
+    return EXIT_OK
+
+
+def run_ask(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    rt.store_with_user(user)
+    answer = rt.memory(user).ask(args.question)
+    if not rt.options.as_json:
+        for premise in answer.premise_notes:
+            note(f"premise note: {premise}")
+    emit(rt.options, {"user": user, **answer.model_dump(mode="json")}, answer.text)
+    return EXIT_OK
+
+
+def run_find(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    rt.store_with_user(user)
+    hits = rt.memory(user).find(args.query, k=args.k)
+    emit(rt.options, {"user": user, "query": args.query, "facts": [_scored_json(h) for h in hits]},
+         scored_text(hits))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- forgetting
+
+
+def run_forget(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    try:
+        ids = [check_identifier(fact_id) for fact_id in args.fact_ids]
+    except ValueError as exc:
+        raise InvalidInputError(f"fact id: {exc}") from exc
+    store = rt.store_with_user(user)
+    known = {f.id: f.text for f in store.facts_by_id(user, ids)}
+    unknown = [fact_id for fact_id in ids if fact_id not in known]
+    report = store.delete_facts(user, list(known))
+    forgotten = [known[fact_id] for fact_id in report.deleted_fact_ids]
+    payload = {"user": user, "fact_ids": list(report.deleted_fact_ids), "forgotten": forgotten,
+               "redacted_messages": len(report.redacted_message_ids), "unknown_ids": unknown}
+    text = forget_text(ForgetReport(forgotten=tuple(forgotten), fact_ids=report.deleted_fact_ids,
+                                    redacted_messages=len(report.redacted_message_ids)), unknown)
+    emit(rt.options, payload, text)
+    return EXIT_OK
+
+
+def _confirm(prompt: str) -> bool:
+    sys.stderr.write(f"{prompt} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run_forget_about(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    threshold: float = args.threshold
+    if not 0.0 < threshold <= 1.0:
+        raise InvalidInputError(f"--threshold must be in (0, 1], got {threshold}")
+    interactive = sys.stdin.isatty()
+    if not (args.yes or args.dry_run or interactive):
+        raise CLIError("forget-about deletes memory: pass --yes to confirm when stdin is not a terminal "
+                       "(or --dry-run to list what it would delete); nothing was deleted", EXIT_NOT_CONFIRMED)
+    try:
+        query = check_text(args.query)
+    except ValueError as exc:
+        raise InvalidInputError(f"query: {exc}") from exc
+    rt.store_with_user(user)
+    memory = rt.memory(user)
+    [embedding] = memory.embedder.embed([query])
+    pool = memory.store.similar_facts(user, embedding, FIND_MAX_K, ANY_STATUS)
+    matches = [hit for hit in pool if hit.similarity >= threshold]
+    base: dict[str, Any] = {"user": user, "query": args.query, "threshold": threshold,
+                            "matches": [_scored_json(h) for h in matches]}
+    if args.dry_run or not matches:
+        listing = scored_text(matches) if matches else f"no fact is at least {threshold} similar to {args.query!r}"
+        emit(rt.options, {**base, "dry_run": args.dry_run, "fact_ids": [], "redacted_messages": 0}, listing)
+        return EXIT_OK
+    if not args.yes:
+        sys.stderr.write(scored_text(matches) + "\n")
+        if not _confirm(f"Forget these {len(matches)} facts and the text of the messages they came from?"):
+            raise CLIError("not confirmed; nothing was deleted", EXIT_NOT_CONFIRMED)
+    report = memory.forget([hit.fact.id for hit in matches])
+    emit(rt.options, {**base, "dry_run": False, **report.model_dump(mode="json")}, forget_text(report))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- export / import
+
+
+def run_export(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    export = rt.store_with_user(user).export_user(user)
+    document = export.model_dump_json(indent=1)
+    if args.output in (None, "-"):
+        print(document)
+        return EXIT_OK
+    target = Path(args.output)
+    try:
+        target.write_text(document + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise CLIError(f"cannot write {target}: {exc.strerror or exc}", 1) from exc
+    summary = {"user": user, "path": str(target), "sessions": len(export.sessions),
+               "messages": len(export.messages), "facts": len(export.facts)}
+    emit(rt.options, summary, f"exported {user}: {len(export.sessions)} sessions, {len(export.facts)} facts "
+                              f"to {target}")
+    return EXIT_OK
+
+
+def _read_document(path: str) -> dict[str, Any]:
+    try:
+        raw = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {path}: {exc}") from exc
+    try:
+        document = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise InvalidInputError(f"{path} is not a lastknown_graph export or embedded store file")
+    return document
+
+
+def _sources(path: str, only_user: str | None) -> tuple[list[str], Callable[[str], UserExport], Store | None]:
+    """The users to import, how to read each one's export, and the source store to close afterwards.
+
+    ``path`` is a file written by ``export`` or a whole embedded store file (the embedded -> Neo4j migration).
+    """
+    document = _read_document(path)
+    kind = document.get("format")
+    if kind == EXPORT_FORMAT:
+        try:
+            export = UserExport.model_validate(document)
+        except ValueError as exc:
+            raise InvalidInputError(f"{path} is not a valid lastknown_graph export: {exc}") from exc
+        if only_user is not None and only_user != export.user_id:
+            raise InvalidInputError(f"{path} holds user {export.user_id!r}, not {only_user!r}")
+        return [export.user_id], lambda _user: export, None
+    if kind == EMBEDDED_FORMAT:
+        if path == "-":
+            raise InvalidInputError("an embedded store is imported from its file, not from stdin")
+        source = EmbeddedStore(path)
+        users = [only_user] if only_user is not None else source.list_users()
+        return users, source.export_user, source
+    raise InvalidInputError(
+        f"{path} has format {kind!r}: expected a file written by 'lastknown export' ({EXPORT_FORMAT}) "
+        f"or an embedded store file ({EMBEDDED_FORMAT})"
+    )
+
+
+def _same_file(source: str, target: StoreSpec) -> bool:
+    return target.kind == "embedded" and target.path.exists() and Path(source).resolve() == target.path.resolve()
+
+
+def run_import(args: argparse.Namespace, rt: Runtime) -> int:
+    only_user = checked_user(rt.options.user) if rt.options.user is not None else None
+    if args.path != "-" and _same_file(args.path, rt.options.store):
+        raise InvalidInputError(f"{args.path} is the target store itself; choose another --store")
+    users, read_export, source = _sources(args.path, only_user)
+    target, target_name = rt.store(), rt.options.store.describe()
+    imported: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    try:
+        for user in users:
+            export = read_export(user)
+            try:
+                dimensions = {len(f.embedding) for f in export.facts}
+                if dimensions:
+                    target.ensure_schema(dimensions.pop())
+                target.import_user(export)
+            except UserExistsError as exc:
+                if not args.skip_existing:
+                    raise UserExistsError(f"{exc} (--skip-existing skips such users)") from exc
+                skipped.append(user)
+                if len(users) > 1:
+                    note(f"skipped {user}: already has memory in {target_name}")
+                continue
+            except LastknownError:
+                if imported:
+                    note(f"{len(imported)} users were imported before {user!r} failed")
+                raise
+            imported.append({"user": user, "sessions": len(export.sessions), "messages": len(export.messages),
+                             "facts": len(export.facts)})
+            if len(users) > 1:
+                note(f"imported {user} ({len(export.facts)} facts)")
+    finally:
+        if source is not None:
+            source.close()
+    lines = [f"imported {i['user']}: {i['sessions']} sessions, {i['facts']} facts into {target_name}"
+             for i in imported]
+    lines += [f"skipped {user}: already in {target_name}" for user in skipped]
+    emit(rt.options, {"store": target_name, "imported": imported, "skipped": skipped},
+         "\n".join(lines) or "nothing to import")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- audit, stats
+
+
+def run_audit(args: argparse.Namespace, rt: Runtime) -> int:
+    library = CypherLibrary()
+    if args.list:
+        names, entries = cli_audit.catalogue(library)
+        emit(rt.options, {"queries": [dict(zip(names, entry, strict=True)) for entry in entries]},
+             table_text(names, entries, width=args.max_width))
+        return EXIT_OK
+    if args.name is None:
+        raise CLIError("audit needs a query name (lastknown audit --list shows them)", 2)
+    query = cli_audit.resolve(library, args.name)
+    user = checked_user(rt.options.user) if rt.options.user is not None else None
+    params = cli_audit.parameters(query, args.param, user)
+    columns, rows = cli_audit.run(rt.options.store, rt.options, query, params)
+    flat_columns, flat_rows = flattened(columns, rows)
+    emit(rt.options, {"query": query.name, "parameters": params, "columns": columns, "rows": rows},
+         table_text(flat_columns, flat_rows, width=args.max_width))
+    return EXIT_OK
+
+
+def flattened(columns: list[str], rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """Table columns where a column of maps (``RETURN f {.id, .text} AS fact``) becomes ``fact.id``, ``fact.text``."""
+    expanded: list[tuple[str, str | None]] = []
+    for column in columns:
+        values = [row[column] for row in rows if row.get(column) is not None]
+        maps = [v for v in values if isinstance(v, dict)]
+        if values and len(maps) == len(values):
+            keys = list(dict.fromkeys(k for v in maps for k in v))
+            expanded += [(column, key) for key in keys]
+        else:
+            expanded.append((column, None))
+    names = [column if key is None else f"{column}.{key}" for column, key in expanded]
+    table = [
+        [row.get(column) if key is None else (row.get(column) or {}).get(key) for column, key in expanded]
+        for row in rows
+    ]
+    return names, table
+
+
+def user_stats(store: Store, user: str) -> dict[str, Any]:
+    """Counts for one user, from its export: facts by status, sessions, messages and replacements."""
+    export = store.export_user(user)
+    statuses = Counter(str(f.status) for f in export.facts)
+    relations = Counter(str(r.relation) for r in export.replacements)
+    days = sorted(s.date for s in export.sessions)
+    return {
+        "user": user,
+        "sessions": len(export.sessions),
+        "messages": len(export.messages),
+        "redacted_messages": sum(1 for m in export.messages if m.redacted),
+        "facts": len(export.facts),
+        **{status.value: statuses.get(status.value, 0) for status in FactStatus},
+        "confirmations": len(export.confirmations),
+        **{name: relations.get(relation, 0) for relation, name in RELATION_COUNTS.items()},
+        "first_session": days[0].isoformat() if days else None,
+        "last_session": days[-1].isoformat() if days else None,
+    }
+
+
+def run_stats(args: argparse.Namespace, rt: Runtime) -> int:
+    spec = rt.options.store
+    if not args.all_users:
+        user = rt.user()
+        [row] = [user_stats(rt.store_with_user(user), user)]
+        text = "\n".join(f"{key:<18} {'' if value is None else value}" for key, value in row.items())
+        emit(rt.options, {"store": spec.describe(), "users": [row]}, text)
+        return EXIT_OK
+    # A missing embedded file holds no users; opening it would create it.
+    store = None if spec.kind == "embedded" and not spec.path.exists() else rt.store()
+    rows = [user_stats(store, user) for user in store.list_users()] if store is not None else []
+    columns = list(rows[0]) if rows else ["user"]
+    emit(rt.options, {"store": spec.describe(), "users": rows},
+         table_text(columns, [[row[c] for c in columns] for row in rows], width=DEFAULT_CELL_WIDTH))
+    return EXIT_OK
+
+
+def run_upgrade(args: argparse.Namespace, rt: Runtime) -> int:
+    spec = rt.options.store
+    if spec.kind == "embedded":
+        # The embedded file has always kept embeddings as float32 bytes: nothing to add.
+        emit(rt.options, {"store": spec.describe(), "upgraded_facts": 0}, f"{spec.describe()} needs no upgrade")
+        return EXIT_OK
+    store = rt.store()
+    if not isinstance(store, Neo4jStore):  # every store spec but embedded opens Neo4j
+        raise CLIError(f"{spec.describe()} is not a Neo4j store", EXIT_USAGE)
+    upgraded = store.upgrade(batch_size=args.batch_size)
+    emit(rt.options, {"store": spec.describe(), "upgraded_facts": upgraded},
+         f"upgraded {upgraded} facts in {spec.describe()}" if upgraded else f"{spec.describe()} is up to date")
+    return EXIT_OK

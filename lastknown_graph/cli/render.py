@@ -1,0 +1,120 @@
+"""Plain-text views of what the library returns, for people at a terminal (``--json`` gives the data)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from lastknown_graph.domain.models import Fact, HistoryEntry, ScoredFact, TimelineEvent
+from lastknown_graph.domain.reports import ForgetReport, WriteReport
+
+ELLIPSIS = "…"
+# Default width of one table cell; long reasons and fact lists are cut so a row stays on one screen line.
+DEFAULT_CELL_WIDTH = 60
+REPLACED_VERBS = {"supersedes": "retired", "expires": "expired", "contradicts": "contradicted"}
+
+
+def _tags(fact: Fact) -> str:
+    tags = [fact.topic, *(["inferred"] if fact.inferred else []), *(["moment"] if str(fact.kind) == "moment" else [])]
+    return f"[{', '.join(tags)}]"
+
+
+def fact_line(fact: Fact) -> str:
+    until = f"..{fact.valid_to.isoformat()}" if fact.valid_to else ".."
+    return f"{fact.status!s:<8} {fact.valid_from.isoformat()}{until:<12} {fact.text}  {_tags(fact)}  ({fact.id})"
+
+
+def facts_text(facts: Sequence[Fact], empty: str) -> str:
+    return "\n".join(fact_line(f) for f in facts) if facts else empty
+
+
+def history_text(entries: Sequence[HistoryEntry]) -> str:
+    if not entries:
+        return "(no facts)"
+    lines: list[str] = []
+    for entry in entries:
+        lines.append(fact_line(entry.fact))
+        for link in entry.replaced_by:
+            why = f" ({link.stage}: {link.reason})" if link.reason else ""
+            verb = REPLACED_VERBS.get(str(link.relation), str(link.relation))
+            lines.append(f"    {verb} by {link.fact_text!r} on {link.at.isoformat()} in {link.session_id}{why}")
+        for link in entry.evidence_against:
+            lines.append(f"    contradicted by {link.fact_text!r} on {link.at.isoformat()} in {link.session_id}")
+    return "\n".join(lines)
+
+
+def timeline_text(events: Sequence[TimelineEvent]) -> str:
+    if not events:
+        return "(no events)"
+    lines: list[str] = []
+    for event in events:
+        line = f"{event.at.isoformat()}  {event.kind!s:<9}  {event.session_id}  {event.fact_text}"
+        if event.cause_fact_text:
+            line += f"  <- {event.cause_fact_text}"
+        if event.reason:
+            line += f"  ({event.stage}: {event.reason})" if event.stage else f"  ({event.reason})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def scored_text(hits: Sequence[ScoredFact]) -> str:
+    if not hits:
+        return "(no facts)"
+    return "\n".join(f"{hit.similarity:5.2f}  {fact_line(hit.fact)}" for hit in hits)
+
+
+def write_text(report: WriteReport) -> str:
+    head = f"session {report.session_id} ({report.date.isoformat()}, user {report.user_id})"
+    if report.already_written:
+        return f"{head}: already written; nothing changed"
+    lines = [
+        f"{head}: {report.messages_stored} messages stored; {len(report.added)} added, "
+        f"{len(report.confirmed)} confirmed, {len(report.retired)} retired, {len(report.expired)} expired, "
+        f"{len(report.rejected)} rejected; {report.usage.total.calls} LLM calls"
+    ]
+    lines += [f"  + {a.text}  [{a.topic}{', inferred' if a.inferred else ''}]  ({a.fact_id})" for a in report.added]
+    lines += [f"  = {c.text}  ({c.fact_id})" for c in report.confirmed]
+    lines += [f"  - {r.old_text} -> {r.new_text}  ({r.stage}: {r.reason})" for r in report.retired]
+    lines += [f"  - {e.old_text} -> {e.new_text}  (expired)" for e in report.expired]
+    lines += [f"  x {r.text}  (rejected: {r.reason})" for r in report.rejected]
+    return "\n".join(lines)
+
+
+def forget_text(report: ForgetReport, unknown: Sequence[str] = ()) -> str:
+    lines = [f"forgot {len(report.fact_ids)} facts; {report.redacted_messages} source messages redacted"]
+    lines += [f"  - {text}  ({fact_id})" for fact_id, text in zip(report.fact_ids, report.forgotten, strict=True)]
+    if unknown:
+        lines.append(f"not facts of this user (ignored): {', '.join(unknown)}")
+    return "\n".join(lines)
+
+
+def cell(value: Any, width: int) -> str:
+    """One table cell: lists joined, nested values as JSON, newlines flattened, cut to ``width`` (0: never)."""
+    if value is None:
+        text = ""
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, list) and all(not isinstance(v, (list, dict)) for v in value):
+        text = "; ".join("" if v is None else str(v) for v in value)
+    elif isinstance(value, (list, dict)):
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    if width and len(text) > width:
+        text = text[: width - 1] + ELLIPSIS
+    return text
+
+
+def table_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int = DEFAULT_CELL_WIDTH) -> str:
+    """An aligned plain-text table; ``(no rows)`` under the header when there are none."""
+    cells = [[cell(v, width) for v in row] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+
+    out = [line(columns), line(["-" * w for w in widths])]
+    out += [line(r) for r in cells] if cells else ["(no rows)"]
+    return "\n".join(out)

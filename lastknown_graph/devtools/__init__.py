@@ -1,0 +1,1 @@
+"""Development tools: a local Neo4j without Docker."""

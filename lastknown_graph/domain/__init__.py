@@ -1,0 +1,1 @@
+"""The domain: facts, reports, volatility priors and input validation; no I/O."""

@@ -1,0 +1,487 @@
+"""Pydantic models of every node, edge and change as they cross the public API.
+
+The graph (see docs/graph-model.md):
+
+- ``(:User {id})``
+- ``(:Session {id, user_id, date})`` and ``(:User)-[:HAD]->(:Session)``
+- ``(:Message {id, user_id, session_id, index, role, text, redacted})`` and ``(:Session)-[:CONTAINS]->(:Message)``
+- ``(:Fact {...})`` and ``(:User)-[:KNOWS]->(:Fact)``
+- ``(fact)-[:FROM]->(message)``: provenance, also for the messages that confirmed it
+- ``(fact)-[:CONFIRMED_IN {at}]->(session)``: a repetition in a later session
+- ``(new)-[:SUPERSEDES {session_id, at, stage, reason}]->(old)``: a retirement and its cause
+- ``(new)-[:EXPIRES {session_id, at}]->(old)``: a newer passing moment replaced an older one
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from typing import Annotated, Final, Literal, Self
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from lastknown_graph.domain.validation import check_identifier, check_text
+from lastknown_graph.errors import StaleStateError
+
+UserId = Annotated[str, AfterValidator(check_identifier)]
+SessionId = Annotated[str, AfterValidator(check_identifier)]
+NodeId = Annotated[str, AfterValidator(check_identifier)]
+Text = Annotated[str, AfterValidator(check_text)]
+Label = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(check_text)]
+Embedding = tuple[float, ...]
+
+EXPORT_FORMAT: Final = "lastknown_graph.user_export"
+EXPORT_VERSION: Final = 1
+
+
+def _finite_nonempty(embedding: Embedding) -> Embedding:
+    if not embedding:
+        raise ValueError("embedding is empty")
+    if not all(math.isfinite(x) for x in embedding):
+        raise ValueError("embedding holds NaN or infinity")
+    if not any(embedding):
+        raise ValueError("embedding is all zeros: cosine similarity is undefined for it")
+    return embedding
+
+
+def _aware_utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        raise ValueError("timestamp must carry a time zone")
+    return moment.astimezone(UTC)
+
+
+FiniteEmbedding = Annotated[Embedding, AfterValidator(_finite_nonempty)]
+UtcDatetime = Annotated[datetime, AfterValidator(_aware_utc)]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FactKind(StrEnum):
+    """A lasting state ("lives in Portland") or a passing moment ("on a train right now")."""
+
+    STATE = "state"
+    MOMENT = "moment"
+
+
+class FactStatus(StrEnum):
+    CURRENT = "current"
+    RETIRED = "retired"
+    EXPIRED = "expired"
+    # A weak (inferred) contradiction of a well-confirmed fact, held back as evidence against it.
+    DISPUTED = "disputed"
+
+
+class Role(StrEnum):
+    USER = "user"
+
+
+# ---------------------------------------------------------------------------
+# What a session write carries into the store
+
+
+class CheckCount(Frozen):
+    """Conflict checks run in one session against facts of one volatility domain, for tuning priors."""
+
+    domain: Label
+    checks: int = Field(ge=0)
+    flagged: int = Field(ge=0)  # how many reached stage 2
+
+
+class SessionRecord(Frozen):
+    id: SessionId
+    date: date
+    checks: tuple[CheckCount, ...] = ()
+
+
+class MessageRecord(Frozen):
+    """One verbatim user turn. Only the user's own words are stored."""
+
+    id: NodeId
+    index: int = Field(ge=0)
+    text: Text
+    role: Role = Role.USER
+
+
+class NewFact(Frozen):
+    id: NodeId
+    text: Text = Field(max_length=2000)
+    topic: Label
+    domain: Label | None = None
+    inferred: bool
+    kind: FactKind
+    embedding: FiniteEmbedding
+    source_message_ids: tuple[NodeId, ...] = Field(min_length=1)
+
+
+class Confirmation(Frozen):
+    """A current fact said again in this session."""
+
+    fact_id: NodeId
+    source_message_ids: tuple[NodeId, ...] = ()
+
+
+class Retirement(Frozen):
+    """``new`` makes ``old`` no longer true; recorded as ``(new)-[:SUPERSEDES]->(old)``."""
+
+    old_fact_id: NodeId
+    new_fact_id: NodeId
+    stage: Label
+    reason: Text = Field(max_length=2000)
+
+
+class Overtaken(Frozen):
+    """A new fact from a conversation older than a stored fact that already made it untrue.
+
+    Conversations can arrive out of date order (imports, parallel writers). The new fact is stored
+    retired from the start: true from its session's date until ``until`` (the later fact's
+    ``valid_from``), recorded as ``(later)-[:SUPERSEDES {at: until}]->(new)``.
+    """
+
+    new_fact_id: NodeId
+    by_fact_id: NodeId
+    until: date
+    stage: Label
+    reason: Text = Field(max_length=2000)
+
+
+class Expiry(Frozen):
+    """A newer passing moment on the same topic replaces an older one."""
+
+    old_fact_id: NodeId
+    new_fact_id: NodeId
+
+
+class Dispute(Frozen):
+    """A new inferred fact contradicts a well-confirmed one without retiring it: kept as evidence.
+
+    The new fact is stored with status ``disputed`` and ``(new)-[:CONTRADICTS {session_id, at, reason}]->(old)``.
+    """
+
+    old_fact_id: NodeId
+    new_fact_id: NodeId
+    reason: Text = Field(max_length=2000)
+
+
+class SessionWrite(Frozen):
+    """Everything one conversation changes, applied by a store in one transaction.
+
+    References are checked here, so a store never sees a retirement by a fact that
+    is not part of the write or a fact without a message of this session behind it.
+    """
+
+    user_id: UserId
+    session: SessionRecord
+    recorded_at: UtcDatetime
+    messages: tuple[MessageRecord, ...] = Field(min_length=1)
+    new_facts: tuple[NewFact, ...] = ()
+    confirmations: tuple[Confirmation, ...] = ()
+    retirements: tuple[Retirement, ...] = ()
+    expiries: tuple[Expiry, ...] = ()
+    disputes: tuple[Dispute, ...] = ()
+    overtaken: tuple[Overtaken, ...] = ()
+    # The user's revision the plan was made from (Store.user_revision); None applies it whatever
+    # the revision (imports, tests). A write planned from an older revision is refused as stale.
+    based_on_revision: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> Self:
+        message_ids = [m.id for m in self.messages]
+        _require_unique("message id", message_ids)
+        _require_unique("message index", [m.index for m in self.messages])
+        new_ids = [f.id for f in self.new_facts]
+        _require_unique("new fact id", new_ids)
+        known_messages, known_new = set(message_ids), set(new_ids)
+        for fact in self.new_facts:
+            _require_subset("source message", fact.source_message_ids, known_messages)
+        for confirmation in self.confirmations:
+            _require_subset("source message", confirmation.source_message_ids, known_messages)
+        touched_old = self.touched_fact_ids
+        _require_unique("existing fact touched twice", touched_old)
+        replacing = [r.new_fact_id for r in self.retirements] + [e.new_fact_id for e in self.expiries]
+        _require_subset("replacing fact", tuple(replacing), known_new)
+        disputing = [d.new_fact_id for d in self.disputes]
+        _require_unique("disputing fact", disputing)
+        _require_subset("disputing fact", tuple(disputing), known_new)
+        if set(disputing) & set(replacing):
+            raise ValueError("a disputed new fact cannot also retire or expire a fact")
+        if known_new & set(touched_old):
+            raise ValueError("a new fact cannot also be confirmed, retired or expired in its own session")
+        overtaken = [o.new_fact_id for o in self.overtaken]
+        _require_unique("overtaken fact", overtaken)
+        _require_subset("overtaken fact", tuple(overtaken), known_new)
+        if set(overtaken) & set(disputing):
+            raise ValueError("a disputed new fact cannot also be overtaken")
+        if known_new & {o.by_fact_id for o in self.overtaken}:
+            raise ValueError("a fact is overtaken by a stored fact, not by a new one")
+        for late in self.overtaken:
+            if late.until <= self.session.date:
+                raise ValueError(f"fact {late.new_fact_id!r} is overtaken on {late.until}, not after its session")
+        dimensions = {len(f.embedding) for f in self.new_facts}
+        if len(dimensions) > 1:
+            raise ValueError(f"new facts carry embeddings of different dimensions: {sorted(dimensions)}")
+        return self
+
+    @property
+    def embedding_dimension(self) -> int | None:
+        return len(self.new_facts[0].embedding) if self.new_facts else None
+
+    @property
+    def touched_fact_ids(self) -> list[str]:
+        """Existing facts this write confirms, retires or expires: each must still be current."""
+        touched = [c.fact_id for c in self.confirmations]
+        touched += [r.old_fact_id for r in self.retirements]
+        touched += [e.old_fact_id for e in self.expiries]
+        touched += [d.old_fact_id for d in self.disputes]
+        return touched
+
+    def require_planned_from(self, revision: int) -> None:
+        """Raise StaleStateError if this write was planned from another revision of the user than ``revision``."""
+        if self.based_on_revision is not None and revision != self.based_on_revision:
+            raise StaleStateError(
+                f"user {self.user_id!r} changed since this write was planned "
+                f"(revision {revision}, planned from {self.based_on_revision})"
+            )
+
+    @property
+    def overtaking_fact_ids(self) -> list[str]:
+        """Stored facts that overtake a new one: they must still be current facts of the user."""
+        return sorted({o.by_fact_id for o in self.overtaken})
+
+    @property
+    def disputed_fact_ids(self) -> frozenset[str]:
+        """New facts stored as disputed rather than current."""
+        return frozenset(d.new_fact_id for d in self.disputes)
+
+
+def _require_unique(what: str, values: list[str] | list[int]) -> None:
+    seen: set[str | int] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"duplicate {what}: {value!r}")
+        seen.add(value)
+
+
+def _require_subset(what: str, values: tuple[str, ...], known: set[str]) -> None:
+    for value in values:
+        if value not in known:
+            raise ValueError(f"unknown {what} {value!r}")
+
+
+class WriteOutcome(Frozen):
+    applied: bool
+    already_written: bool
+
+
+# ---------------------------------------------------------------------------
+# What reads return
+
+
+class Fact(Frozen):
+    """A fact as stored. ``embedding`` is filled only where asked for (exports)."""
+
+    id: NodeId
+    user_id: UserId
+    text: str
+    topic: str
+    domain: str | None
+    inferred: bool
+    kind: FactKind
+    status: FactStatus
+    valid_from: date
+    valid_to: date | None
+    recorded_at: UtcDatetime
+    session_id: SessionId
+    confirmed_in: tuple[SessionId, ...] = ()
+    last_confirmed: date | None = None  # the latest day it was said again
+    contradicted_in: tuple[SessionId, ...] = ()  # sessions whose disputed facts are evidence against it
+    embedding: Embedding | None = None
+
+
+class ScoredFact(Frozen):
+    fact: Fact
+    similarity: float  # cosine between the query and the fact
+    relevance: float | None = None  # similarity weighted by freshness, where a ranking set it
+
+
+class CandidateProbe(Frozen):
+    """What one new fact of a write looks for among the user's current facts: the most recent ones
+    on its topic, and the ones nearest its embedding."""
+
+    topic: str = Field(min_length=1)
+    embedding: Embedding
+    k: int = Field(ge=1)  # nearest current facts wanted
+    topic_limit: int = Field(ge=0)  # most recent current facts on the topic wanted
+
+
+class ProbeCandidates(Frozen):
+    on_topic: tuple[Fact, ...] = ()  # most recent first
+    nearest: tuple[ScoredFact, ...] = ()  # best first
+
+
+class ReplacementLink(Frozen):
+    """Why a fact stopped being true: the fact that replaced it and the session that caused it."""
+
+    relation: Literal["supersedes", "expires", "contradicts"]
+    fact_id: NodeId
+    fact_text: str
+    session_id: SessionId
+    at: date
+    stage: str | None
+    reason: str | None
+
+
+class HistoryEntry(Frozen):
+    fact: Fact
+    replaced_by: tuple[ReplacementLink, ...] = ()
+    evidence_against: tuple[ReplacementLink, ...] = ()  # disputed facts that contradict it
+
+
+class TimelineEventKind(StrEnum):
+    ADDED = "added"
+    CONFIRMED = "confirmed"
+    RETIRED = "retired"
+    EXPIRED = "expired"
+    DISPUTED = "disputed"  # evidence against the fact was recorded; it stays as it was
+
+
+class TimelineEvent(Frozen):
+    at: date
+    kind: TimelineEventKind
+    session_id: SessionId
+    fact_id: NodeId
+    fact_text: str
+    topic: str
+    inferred: bool
+    cause_fact_id: NodeId | None = None
+    cause_fact_text: str | None = None
+    stage: str | None = None
+    reason: str | None = None
+
+
+class DeletionReport(Frozen):
+    deleted_fact_ids: tuple[NodeId, ...]
+    redacted_message_ids: tuple[NodeId, ...]
+
+
+# ---------------------------------------------------------------------------
+# Export / import: a self-contained JSON document for one user
+
+
+class ExportedSession(Frozen):
+    id: SessionId
+    date: date
+    checks: tuple[CheckCount, ...] = ()
+
+
+class DomainTelemetry(Frozen):
+    """Per volatility domain: what the memory did with facts of that domain (``unassigned``: no domain)."""
+
+    domain: str
+    facts_added: int = 0
+    confirmations: int = 0
+    checks: int = 0
+    flagged_at_stage1: int = 0
+    retired_at_stage2: int = 0
+    retired_by_evidence: int = 0
+    evidence_logged: int = 0
+
+
+class ExportedMessage(Frozen):
+    id: NodeId
+    session_id: SessionId
+    index: int = Field(ge=0)
+    role: Role
+    text: str | None
+    redacted: bool
+
+
+class ExportedFact(Frozen):
+    id: NodeId
+    text: Text
+    topic: Label
+    domain: Label | None
+    inferred: bool
+    kind: FactKind
+    status: FactStatus
+    valid_from: date
+    valid_to: date | None
+    recorded_at: UtcDatetime
+    session_id: SessionId
+    embedding: FiniteEmbedding
+    source_message_ids: tuple[NodeId, ...]
+
+
+class ExportedConfirmation(Frozen):
+    fact_id: NodeId
+    session_id: SessionId
+    at: date
+
+
+class ExportedReplacement(Frozen):
+    relation: Literal["supersedes", "expires", "contradicts"]
+    new_fact_id: NodeId
+    old_fact_id: NodeId
+    session_id: SessionId
+    at: date
+    stage: str | None
+    reason: str | None
+
+
+class UserExport(Frozen):
+    format: Literal["lastknown_graph.user_export"] = EXPORT_FORMAT
+    version: Literal[1] = EXPORT_VERSION
+    user_id: UserId
+    exported_at: UtcDatetime = Field(default_factory=lambda: datetime.now(UTC))
+    sessions: tuple[ExportedSession, ...]
+    messages: tuple[ExportedMessage, ...]
+    facts: tuple[ExportedFact, ...]
+    confirmations: tuple[ExportedConfirmation, ...]
+    replacements: tuple[ExportedReplacement, ...]
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> Self:
+        sessions = {s.id for s in self.sessions}
+        messages = {m.id for m in self.messages}
+        facts = {f.id for f in self.facts}
+        _require_unique("session id", [s.id for s in self.sessions])
+        _require_unique("message id", [m.id for m in self.messages])
+        _require_unique("fact id", [f.id for f in self.facts])
+        for message in self.messages:
+            _require_subset("session", (message.session_id,), sessions)
+        for fact in self.facts:
+            _require_subset("session", (fact.session_id,), sessions)
+            _require_subset("source message", fact.source_message_ids, messages)
+        for confirmation in self.confirmations:
+            _require_subset("fact", (confirmation.fact_id,), facts)
+            _require_subset("session", (confirmation.session_id,), sessions)
+        for link in self.replacements:
+            _require_subset("fact", (link.new_fact_id, link.old_fact_id), facts)
+            _require_subset("session", (link.session_id,), sessions)
+        dimensions = {len(f.embedding) for f in self.facts}
+        if len(dimensions) > 1:
+            raise ValueError(f"facts carry embeddings of different dimensions: {sorted(dimensions)}")
+        return self
+
+    def canonical(self) -> UserExport:
+        """The same export in a canonical order and without its timestamp, for comparing two exports."""
+        return self.model_copy(
+            update={
+                "exported_at": datetime(1970, 1, 1, tzinfo=UTC),
+                "sessions": tuple(sorted(self.sessions, key=lambda s: s.id)),
+                "messages": tuple(sorted(self.messages, key=lambda m: m.id)),
+                "facts": tuple(
+                    sorted(
+                        (f.model_copy(update={"source_message_ids": tuple(sorted(f.source_message_ids))})
+                         for f in self.facts),
+                        key=lambda f: f.id,
+                    )
+                ),
+                "confirmations": tuple(sorted(self.confirmations, key=lambda c: (c.fact_id, c.session_id))),
+                "replacements": tuple(
+                    sorted(self.replacements, key=lambda r: (r.relation, r.new_fact_id, r.old_fact_id))
+                ),
+            }
+        )

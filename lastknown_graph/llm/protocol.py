@@ -1,0 +1,48 @@
+"""What the memory needs from a language model: four calls, each named by its purpose and metered.
+
+The pipeline depends on this protocol only. ``LLM`` (any OpenAI-compatible endpoint) implements it; so does the
+in-process ``lastknown_graph.testing.ScriptedModel`` that the pipeline's unit tests use, and so can an adapter for
+any other client (a model in the same process, a provider SDK) without an HTTP server in between.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel
+
+from lastknown_graph.llm.usage import UsageMeter
+
+T = TypeVar("T", bound=BaseModel)
+Messages = list[dict[str, str]]  # chat messages: {"role": "system" | "user" | "assistant", "content": ...}
+
+
+class Capabilities(Protocol):
+    @property
+    def logprobs(self) -> bool:
+        """Whether ``yes_probability`` reads log-probabilities (a graded answer) rather than a bare Yes or No."""
+        ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A model the memory can ask. Every call raises ``LLMError`` subclasses on failure, never anything else."""
+
+    def capabilities(self) -> Capabilities: ...
+
+    def structured(
+        self, messages: Messages, answer: type[T], *, purpose: str, meter: UsageMeter | None = None,
+        max_tokens: int = 800,
+    ) -> T:
+        """The answer read as ``answer``; ``LLMOutputError`` when it cannot be."""
+        ...
+
+    def yes_probability(self, messages: Messages, *, purpose: str, meter: UsageMeter | None = None) -> float:
+        """P(the answer is Yes), in [0, 1]; 0 or 1 when the model gives no log-probabilities."""
+        ...
+
+    def text(
+        self, messages: Messages, *, purpose: str, meter: UsageMeter | None = None, max_tokens: int = 400
+    ) -> str:
+        """The reply as text, never empty."""
+        ...

@@ -1,0 +1,1 @@
+"""Renderings of a user's memory for people (the HTML timeline)."""

@@ -1,0 +1,1 @@
+"""The Neo4j store and the named Cypher files it runs."""

@@ -1,0 +1,590 @@
+"""Neo4jStore: the store contract on a Neo4j 5.26+ server.
+
+Every query is a file of the Cypher library, run with parameters only. Each logical
+write is one managed transaction, which the driver retries on transient errors; the
+first statement of a write takes the user node's lock, so writes for one user are
+serialised inside Neo4j, across processes and machines.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, date, datetime
+from typing import Any, TypeVar, cast
+
+import neo4j
+import numpy as np
+from neo4j import GraphDatabase, ManagedTransaction
+from neo4j import exceptions as neo4j_errors
+
+from lastknown_graph.domain.models import (
+    CandidateProbe,
+    DeletionReport,
+    ExportedConfirmation,
+    ExportedFact,
+    ExportedMessage,
+    ExportedReplacement,
+    ExportedSession,
+    Fact,
+    FactStatus,
+    HistoryEntry,
+    ProbeCandidates,
+    ScoredFact,
+    SessionWrite,
+    TimelineEvent,
+    UserExport,
+    WriteOutcome,
+)
+from lastknown_graph.domain.validation import check_identifier
+from lastknown_graph.errors import (
+    SchemaMismatchError,
+    StaleStateError,
+    StoreError,
+    StoreUnavailableError,
+    UnknownUserError,
+    UserExistsError,
+)
+from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
+from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
+from lastknown_graph.store.protocol import CURRENT_ONLY
+from lastknown_graph.store.records import (
+    REDACTED_REASON,
+    check_k,
+    check_query_embedding,
+    checks_from_props,
+    checks_to_props,
+    current_of,
+    fact_from_map,
+    in_timeline_order,
+    oldest_first,
+    replacement_from_map,
+    to_day,
+    to_moment,
+)
+from lastknown_graph.store.turns import UserTurns
+from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
+
+SCHEMA_VERSION = 1
+
+# Exact cosine over one user's facts reads every one of them; below this many it is fast and
+# exact, above it the global vector index answers first and the exact scan is the fallback.
+EXACT_SCAN_MAX_FACTS = 20_000
+# The vector index is global: its top hits may belong to other users, so ask for more than k.
+INDEX_OVERSAMPLING = 20
+INDEX_MAX_CANDIDATES = 20_000
+# Neo4j reads are read-committed: a read may see part of a commit while it is being applied (new facts
+# not yet in an index, a status already changed). Such a read is harmless once, but must not be kept, so a
+# history is cached only when the user's last change is older than any commit takes to apply.
+CACHE_SETTLE_MS = 1000
+
+T = TypeVar("T")
+# One neighbour found by a similarity search: (fact id, cosine).
+Pick = tuple[str, float]
+
+
+def _embedding_matrix(vectors: list[bytes | None], legacy: list[list[float] | None]) -> Float32Array:
+    """One row per fact from fact_embeddings' columns; facts from before embedding_f32 give their float list."""
+    if all(vector is not None for vector in vectors):
+        return from_float32_bytes(b"".join(cast(list[bytes], vectors))).reshape(len(vectors), -1)
+    return np.stack([
+        from_float32_bytes(vector) if vector is not None else np.asarray(old, dtype=np.float32)
+        for vector, old in zip(vectors, legacy, strict=True)
+    ])
+
+
+def _cosine_from_neo4j_score(score: float) -> float:
+    # Neo4j reports cosine similarity normalised to [0, 1] as (1 + cos) / 2; the API speaks raw cosine.
+    return 2.0 * float(score) - 1.0
+
+
+class Neo4jStore:
+    """The store contract on Neo4j. Connection settings fall back to ``LASTKNOWN_NEO4J_*`` env vars."""
+
+    def __init__(
+        self,
+        uri: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        database: str | None = None,
+        *,
+        exact_scan_max_facts: int = EXACT_SCAN_MAX_FACTS,
+        retry_seconds: float = 15.0,
+        cached_users: int = DEFAULT_CACHED_USERS,
+        cache_settle_ms: int = CACHE_SETTLE_MS,
+        library: CypherLibrary | None = None,
+        driver: neo4j.Driver | None = None,
+    ) -> None:
+        self._uri = uri or os.environ.get("LASTKNOWN_NEO4J_URI", "bolt://127.0.0.1:7687")
+        user = user or os.environ.get("LASTKNOWN_NEO4J_USER", "neo4j")
+        password = password if password is not None else os.environ.get("LASTKNOWN_NEO4J_PASSWORD", "")
+        self._database = database or os.environ.get("LASTKNOWN_NEO4J_DATABASE") or None
+        self._library = library or CypherLibrary()
+        self._exact_scan_max_facts = exact_scan_max_facts
+        self._dimension: int | None = None
+        self._turns = UserTurns()
+        self._histories = HistoryCache(cached_users)
+        self._cache_settle_ms = cache_settle_ms
+        try:
+            # Server notifications (e.g. "label does not exist yet" on a fresh database) are not errors.
+            self._driver = driver or GraphDatabase.driver(
+                self._uri,
+                auth=(user, password),
+                notifications_min_severity="OFF",
+                max_transaction_retry_time=retry_seconds,
+                connection_timeout=min(retry_seconds, 30.0),
+                # A stalled handshake would otherwise wait for the driver's 60 s default.
+                connection_acquisition_timeout=min(retry_seconds, 30.0),
+            )
+        except (ValueError, neo4j_errors.ConfigurationError) as exc:
+            raise StoreError(f"bad Neo4j settings for {self._uri}: {exc}") from exc
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    def __repr__(self) -> str:
+        return f"Neo4jStore(uri={self._uri!r}, database={self._database!r})"
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _translated_errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
+            raise StoreUnavailableError(f"Neo4j at {self._uri} is unavailable while trying to {action}: {exc}") from exc
+        except neo4j_errors.AuthError as exc:
+            raise StoreUnavailableError(f"Neo4j at {self._uri} refused the credentials: {exc.message}") from exc
+        except neo4j_errors.Neo4jError as exc:
+            raise StoreError(f"Neo4j failed to {action}: {exc.code}: {exc.message}") from exc
+        except neo4j_errors.DriverError as exc:
+            raise StoreUnavailableError(f"Neo4j driver failed to {action}: {exc}") from exc
+
+    def _run(self, tx: ManagedTransaction, name: str, **parameters: Any) -> list[dict[str, Any]]:
+        result = tx.run(self._library.get(name).text, parameters)
+        # Our queries return plain values (maps, lists, scalars, dates), never nodes or paths, so each
+        # record's values are used as decoded: record.data() would copy every nested map and list once
+        # more, a fifth of the time it takes to read a history.
+        return [dict(record) for record in result]
+
+    def _refuse_used_ids(self, tx: ManagedTransaction, fact_ids: list[str], message_ids: list[str]) -> None:
+        """New fact and message nodes must not reuse an id held by any user."""
+        used = self._run(tx, "used_ids", fact_ids=fact_ids, message_ids=message_ids)
+        if used:
+            raise StoreError(f"ids already in use: {sorted(row['id'] for row in used)!r}")
+
+    def _read(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
+        with self._translated_errors(action), self._driver.session(database=self._database) as session:
+            return session.execute_read(work)
+
+    def _write(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
+        with self._translated_errors(action), self._driver.session(database=self._database) as session:
+            return session.execute_write(work)
+
+    def _query(self, name: str, **parameters: Any) -> list[dict[str, Any]]:
+        return self._read(f"run {name}", lambda tx: self._run(tx, name, **parameters))
+
+    # ------------------------------------------------------------------ schema
+
+    def ensure_schema(self, embedding_dimension: int) -> None:
+        if embedding_dimension < 1:
+            raise ValueError(f"embedding dimension must be positive, got {embedding_dimension}")
+        info = self._query("schema_info_get")
+        if info:
+            version, dimension = info[0]["version"], info[0]["embedding_dimension"]
+            if version != SCHEMA_VERSION:
+                raise SchemaMismatchError(
+                    f"the database holds lastknown_graph schema version {version}; this code uses "
+                    f"{SCHEMA_VERSION}. Upgrade lastknown_graph, or migrate with its migration command."
+                )
+            if dimension != embedding_dimension:
+                raise SchemaMismatchError(
+                    f"the database holds {dimension}-dimensional embeddings but the embedder gives "
+                    f"{embedding_dimension}; use the embedder the memory was built with, or a new database"
+                )
+        index = self._query("vector_index_dimension")
+        if index and index[0]["dimension"] is not None and int(index[0]["dimension"]) != embedding_dimension:
+            raise SchemaMismatchError(
+                f"the vector index fact_embedding has {index[0]['dimension']} dimensions, expected "
+                f"{embedding_dimension}; drop it (DROP INDEX fact_embedding) or use a new database"
+            )
+        with self._translated_errors("apply the schema"), self._driver.session(database=self._database) as session:
+            for statement in self._library.get("schema").statements():
+                session.run(statement, {"embedding_dimension": embedding_dimension}).consume()
+        self._write(
+            "record the schema version",
+            lambda tx: self._run(
+                tx, "schema_info_set", version=SCHEMA_VERSION, embedding_dimension=embedding_dimension
+            ),
+        )
+        self._dimension = embedding_dimension
+
+    def embedding_dimension(self) -> int | None:
+        if self._dimension is None:
+            info = self._query("schema_info_get")
+            self._dimension = info[0]["embedding_dimension"] if info else None
+        return self._dimension
+
+    def _require_dimension(self, dimension: int | None) -> None:
+        stored = self.embedding_dimension()
+        if dimension is not None and stored is not None and dimension != stored:
+            raise SchemaMismatchError(f"embeddings have {dimension} dimensions, the store holds {stored}")
+
+    # ------------------------------------------------------------------ writes
+
+    def apply(self, change: SessionWrite) -> WriteOutcome:
+        self._require_dimension(change.embedding_dimension)
+        session = change.session
+        common = {"user_id": change.user_id, "session_id": session.id, "date": session.date}
+
+        def work(tx: ManagedTransaction) -> WriteOutcome:
+            lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
+            if lock[0]["already_written"]:
+                return WriteOutcome(applied=False, already_written=True)
+            change.require_planned_from(lock[0]["revision"])
+            touched = change.touched_fact_ids + change.overtaking_fact_ids
+            if touched:
+                current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
+                                                          fact_ids=touched)}
+                missing = [fact_id for fact_id in touched if fact_id not in current]
+                if missing:
+                    raise StaleStateError(f"facts {missing!r} are not current facts of user {change.user_id!r}")
+            self._refuse_used_ids(tx, [f.id for f in change.new_facts], [m.id for m in change.messages])
+            self._run(tx, "write_session", **common, **checks_to_props(session.checks), messages=[
+                {"id": m.id, "index": m.index, "role": str(m.role), "text": m.text} for m in change.messages
+            ])
+            if change.new_facts:
+                self._run(tx, "write_facts", **common, recorded_at=change.recorded_at, facts=[
+                    {"id": f.id, "text": f.text, "topic": f.topic, "domain": f.domain, "inferred": f.inferred,
+                     "kind": str(f.kind), "embedding": list(f.embedding),
+                     "embedding_f32": to_float32_bytes(f.embedding),
+                     "status": str(FactStatus.DISPUTED if f.id in change.disputed_fact_ids else FactStatus.CURRENT),
+                     "source_message_ids": list(f.source_message_ids)}
+                    for f in change.new_facts
+                ])
+            if change.confirmations:
+                self._run(tx, "write_confirmations", **common, confirmations=[
+                    {"fact_id": c.fact_id, "source_message_ids": list(c.source_message_ids)}
+                    for c in change.confirmations
+                ])
+            if change.retirements:
+                self._run(tx, "write_retirements", **common, retirements=[
+                    r.model_dump(mode="python") for r in change.retirements
+                ])
+            if change.expiries:
+                self._run(tx, "write_expiries", **common, expiries=[e.model_dump() for e in change.expiries])
+            if change.disputes:
+                self._run(tx, "write_disputes", **common, disputes=[d.model_dump() for d in change.disputes])
+            if change.overtaken:
+                self._run(tx, "write_overtaken", user_id=change.user_id,
+                          overtaken=[o.model_dump() for o in change.overtaken])
+            self._run(tx, "bump_user_revision", user_id=change.user_id)
+            return WriteOutcome(applied=True, already_written=False)
+
+        return self._write(f"write session {session.id!r}", work)
+
+    def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
+        check_identifier(user_id)
+        ids = sorted({check_identifier(f) for f in fact_ids})
+        def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
+            if not self._run(tx, "lock_user", user_id=user_id):
+                return []
+            rows = self._run(tx, "delete_facts", user_id=user_id, fact_ids=ids, redacted_reason=REDACTED_REASON)
+            if rows and rows[0]["deleted"]:
+                self._run(tx, "bump_user_revision", user_id=user_id)
+            return rows
+
+        try:
+            rows = self._write("delete facts", work)
+        finally:
+            self._histories.drop(user_id)
+        if not rows:
+            return DeletionReport(deleted_fact_ids=(), redacted_message_ids=())
+        return DeletionReport(
+            deleted_fact_ids=tuple(sorted(rows[0]["deleted"])),
+            redacted_message_ids=tuple(sorted(rows[0]["redacted"])),
+        )
+
+    def delete_user(self, user_id: str) -> bool:
+        check_identifier(user_id)
+        def work(tx: ManagedTransaction) -> bool:
+            if not self._run(tx, "lock_user", user_id=user_id):
+                return False
+            return bool(self._run(tx, "delete_user", user_id=user_id))
+
+        try:
+            return self._write("delete a user", work)
+        finally:
+            self._histories.drop(user_id)
+
+    def import_user(self, export: UserExport) -> None:
+        dimensions = {len(f.embedding) for f in export.facts}
+        self._require_dimension(dimensions.pop() if dimensions else None)
+
+        def work(tx: ManagedTransaction) -> None:
+            if self._run(tx, "user_exists", user_id=export.user_id)[0]["exists"]:
+                raise UserExistsError(f"user {export.user_id!r} already has memory in this store")
+            self._refuse_used_ids(tx, [f.id for f in export.facts], [m.id for m in export.messages])
+            self._run(
+                tx, "import_user", user_id=export.user_id,
+                sessions=[{"id": s.id, "date": s.date, **checks_to_props(s.checks)} for s in export.sessions],
+                messages=[m.model_dump(mode="python") | {"role": str(m.role)} for m in export.messages],
+            )
+            self._run(tx, "import_facts", user_id=export.user_id, facts=[
+                f.model_dump() | {"kind": str(f.kind), "status": str(f.status), "embedding": list(f.embedding),
+                                  "embedding_f32": to_float32_bytes(f.embedding),
+                                  "source_message_ids": list(f.source_message_ids)}
+                for f in export.facts
+            ])
+            self._run(
+                tx, "import_links", user_id=export.user_id,
+                confirmations=[c.model_dump() for c in export.confirmations],
+                replacements=[r.model_dump() for r in export.replacements],
+            )
+
+        self._write(f"import user {export.user_id!r}", work)
+
+    def upgrade(self, batch_size: int = 1000) -> int:
+        """Bring facts written by an older lastknown_graph up to this version's layout; returns how many changed.
+
+        Facts written by earlier versions lack their embedding as float32 bytes: they are read correctly
+        (their float list is decoded instead) but slowly. Safe to run again, to interrupt, and while the memory
+        is in use; each batch is its own transaction.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch size must be positive, got {batch_size}")
+        upgraded, after = 0, ""
+        while True:
+            rows = self._query("upgrade_facts_without_bytes", after=after, batch=batch_size)
+            if not rows:
+                return upgraded
+            upgraded += self._add_embedding_bytes(rows)
+            after = rows[-1]["id"]
+
+    def _add_embedding_bytes(self, rows: list[dict[str, Any]]) -> int:
+        facts = [{"id": row["id"], "embedding_f32": to_float32_bytes(row["embedding"])} for row in rows]
+        [counted] = self._write("upgrade facts", lambda tx: self._run(tx, "upgrade_set_bytes", facts=facts))
+        return int(counted["upgraded"])
+
+    # ------------------------------------------------------------------ reads
+
+    @staticmethod
+    def _fact(row: dict[str, Any]) -> Fact:
+        return fact_from_map(row["fact"], row["confirmed_in"], contradicted_in=row["contradicted_in"],
+                             confirmed_at=row["confirmed_at"])
+
+    def _facts(self, rows: list[dict[str, Any]]) -> list[Fact]:
+        return [self._fact(row) for row in rows]
+
+    def session_exists(self, user_id: str, session_id: str) -> bool:
+        rows = self._query(
+            "session_exists", user_id=check_identifier(user_id), session_id=check_identifier(session_id)
+        )
+        return bool(rows[0]["exists"])
+
+    def user_write_turn(self, user_id: str) -> AbstractContextManager[None]:
+        return self._turns.turn(check_identifier(user_id))
+
+    def user_revision(self, user_id: str) -> int:
+        return int(self._query("user_revision", user_id=check_identifier(user_id))[0]["revision"])
+
+    def current_facts(self, user_id: str) -> list[Fact]:
+        # From the (usually cached) history: one tiny read instead of every current fact's record.
+        return current_of(self.history(user_id))
+
+    def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
+        ids = sorted({check_identifier(f) for f in fact_ids})
+        return self._facts(self._query("facts_by_id", user_id=check_identifier(user_id), fact_ids=ids))
+
+    def facts_on_topic(
+        self, user_id: str, topic: str, statuses: frozenset[FactStatus] = CURRENT_ONLY
+    ) -> list[Fact]:
+        return self._facts(self._query(
+            "facts_on_topic", user_id=check_identifier(user_id), topic=topic, statuses=sorted(map(str, statuses))
+        ))
+
+    def similar_facts(
+        self,
+        user_id: str,
+        embedding: Sequence[float],
+        k: int,
+        statuses: frozenset[FactStatus] = CURRENT_ONLY,
+    ) -> list[ScoredFact]:
+        check_identifier(user_id)
+        check_k(k)
+        vector = check_query_embedding(embedding, self.embedding_dimension())
+        status_list = sorted(map(str, statuses))
+
+        def work(tx: ManagedTransaction) -> tuple[list[Pick], list[dict[str, Any]]]:
+            [picks] = self._nearest_picks(tx, user_id, status_list, [vector], [k])
+            wanted = [fact_id for fact_id, _ in picks]
+            return picks, self._run(tx, "facts_by_id", user_id=user_id, fact_ids=wanted) if wanted else []
+
+        picks, rows = self._read("search similar facts", work)
+        facts = {fact.id: fact for fact in self._facts(rows)}
+        return [ScoredFact(fact=facts[fact_id], similarity=similarity) for fact_id, similarity in picks]
+
+    def _nearest_picks(self, tx: ManagedTransaction, user_id: str, statuses: list[str],
+                       vectors: list[list[float]], ks: list[int]) -> list[list[Pick]]:
+        """For each vector, the user's k facts with these statuses nearest to it, best first."""
+        available = self._run(tx, "count_facts", user_id=user_id, statuses=statuses)[0]["facts"]
+        if available == 0:
+            return [[] for _ in vectors]
+        found: list[list[Pick] | None] = [None] * len(vectors)
+        if available > self._exact_scan_max_facts:
+            for position, (vector, k) in enumerate(zip(vectors, ks, strict=True)):
+                found[position] = self._index_picks(tx, user_id, statuses, vector, k, available)
+        unfound = [position for position, picks in enumerate(found) if picks is None]
+        if unfound:
+            exact = self._exact_picks(tx, user_id, statuses, [vectors[p] for p in unfound], [ks[p] for p in unfound])
+            for position, picks in zip(unfound, exact, strict=True):
+                found[position] = picks
+        return [picks or [] for picks in found]
+
+    def _index_picks(self, tx: ManagedTransaction, user_id: str, statuses: list[str], vector: list[float], k: int,
+                     available: int) -> list[Pick] | None:
+        """The vector index's answer, or None when other users' facts crowd this user's out of it."""
+        wanted = min(k, available)
+        candidates = max(k * INDEX_OVERSAMPLING, 100)
+        while candidates <= INDEX_MAX_CANDIDATES:
+            rows = self._run(tx, "similar_facts_index", user_id=user_id, statuses=statuses, embedding=vector, k=k,
+                             candidates=candidates)
+            if len(rows) >= wanted:
+                return [(row["id"], _cosine_from_neo4j_score(row["score"])) for row in rows]
+            candidates *= 4
+        return None
+
+    def _exact_picks(self, tx: ManagedTransaction, user_id: str, statuses: list[str], vectors: list[list[float]],
+                     ks: list[int]) -> list[list[Pick]]:
+        [row] = self._run(tx, "fact_embeddings", user_id=user_id, statuses=statuses)
+        ids: list[str] = row["ids"]
+        if not ids:
+            return [[] for _ in vectors]
+        matrix = _embedding_matrix(row["vectors"], row["legacy"])
+        row_norms = np.linalg.norm(matrix, axis=1)
+        return [nearest(ids, matrix, np.asarray(vector, dtype=np.float32), k, row_norms)
+                for vector, k in zip(vectors, ks, strict=True)]
+
+    def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
+        check_identifier(user_id)
+        dimension = self.embedding_dimension()
+        vectors = [check_query_embedding(probe.embedding, dimension) for probe in probes]
+        if not probes:
+            return []
+
+        def work(tx: ManagedTransaction) -> tuple[list[list[Pick]], list[list[str]], list[dict[str, Any]]]:
+            nearest_picks = self._nearest_picks(tx, user_id, [str(FactStatus.CURRENT)], vectors,
+                                                [probe.k for probe in probes])
+            on_topic = [row["ids"] for row in self._run(tx, "latest_on_topics", user_id=user_id, topics=[
+                {"topic": probe.topic, "limit": probe.topic_limit} for probe in probes
+            ])]
+            wanted = sorted({fact_id for picks in nearest_picks for fact_id, _ in picks}
+                            | {fact_id for ids in on_topic for fact_id in ids})
+            rows = self._run(tx, "facts_by_id", user_id=user_id, fact_ids=wanted) if wanted else []
+            return nearest_picks, on_topic, rows
+
+        nearest_picks, on_topic, rows = self._read("find conflict candidates", work)
+        facts = {fact.id: fact for fact in self._facts(rows)}
+        return [
+            ProbeCandidates(
+                on_topic=tuple(facts[fact_id] for fact_id in topic_ids),
+                nearest=tuple(ScoredFact(fact=facts[fact_id], similarity=similarity) for fact_id, similarity in picks),
+            )
+            for picks, topic_ids in zip(nearest_picks, on_topic, strict=True)
+        ]
+
+    def history(self, user_id: str) -> list[HistoryEntry]:
+        check_identifier(user_id)
+
+        def work(tx: ManagedTransaction) -> tuple[str | None, list[HistoryEntry] | None, list[dict[str, Any]]]:
+            # The token first: rows read after it are never older than it, so caching them under it
+            # can cost a needless re-read later but never serve an outdated history.
+            [row] = self._run(tx, "user_revision", user_id=user_id)
+            settled = row["settled_ms"] >= self._cache_settle_ms
+            token = None if row["epoch"] is None or not settled else f"{row['epoch']}:{row['revision']}"
+            cached = None if token is None else self._histories.get(user_id, token)
+            if cached is not None:
+                return token, cached, []
+            return token, None, self._run(tx, "history", user_id=user_id)
+
+        token, cached, rows = self._read("read a user's history", work)
+        if cached is not None:
+            return cached
+        entries = self._history_entries(rows)
+        if token is not None:
+            self._histories.put(user_id, token, entries)
+        return entries
+
+    def _history_entries(self, rows: list[dict[str, Any]]) -> list[HistoryEntry]:
+        return oldest_first(
+            HistoryEntry(
+                fact=self._fact(row),
+                replaced_by=tuple(
+                    sorted((replacement_from_map(link) for link in row["replaced_by"]),
+                           key=lambda link: (link.at, link.fact_id))
+                ),
+                evidence_against=tuple(
+                    sorted((replacement_from_map(link) for link in row["evidence_against"]),
+                           key=lambda link: (link.at, link.fact_id))
+                ),
+            )
+            for row in rows
+        )
+
+    def state_as_of(self, user_id: str, day: date) -> list[Fact]:
+        return self._facts(self._query("state_as_of", user_id=check_identifier(user_id), day=day))
+
+    def timeline(self, user_id: str) -> list[TimelineEvent]:
+        rows = self._query("timeline", user_id=check_identifier(user_id))
+        return in_timeline_order(TimelineEvent(**row | {"at": to_day(row["at"])}) for row in rows)
+
+    def export_user(self, user_id: str) -> UserExport:
+        check_identifier(user_id)
+
+        def work(tx: ManagedTransaction) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
+            exists = self._run(tx, "user_exists", user_id=user_id)[0]["exists"]
+            return self._run(tx, "export_sessions", user_id=user_id), self._run(
+                tx, "export_facts", user_id=user_id
+            ), exists
+
+        session_rows, fact_rows, exists = self._read("export a user", work)
+        if not exists:
+            raise UnknownUserError(f"user {user_id!r} has no memory in this store")
+        sessions = [
+            ExportedSession(id=row["id"], date=to_day(row["date"]), checks=checks_from_props(row))
+            for row in session_rows
+        ]
+        messages = [ExportedMessage(**m) for row in session_rows for m in row["messages"]]
+        facts, confirmations, replacements = [], [], []
+        for row in fact_rows:
+            f = row["fact"]
+            facts.append(ExportedFact(
+                **f | {"valid_from": to_day(f["valid_from"]), "valid_to": to_day(f["valid_to"]),
+                       "recorded_at": to_moment(f["recorded_at"]), "embedding": tuple(f["embedding"])},
+                source_message_ids=tuple(row["source_message_ids"]),
+            ))
+            confirmations += [
+                ExportedConfirmation(fact_id=f["id"], session_id=c["session_id"], at=to_day(c["at"]))
+                for c in row["confirmations"]
+            ]
+            replacements += [
+                ExportedReplacement(new_fact_id=f["id"], **r | {"at": to_day(r["at"])}) for r in row["replacements"]
+            ]
+        return UserExport(
+            user_id=user_id, sessions=tuple(sessions), messages=tuple(messages), facts=tuple(facts),
+            confirmations=tuple(confirmations), replacements=tuple(replacements),
+        ).canonical().model_copy(update={"exported_at": datetime.now(UTC)})
+
+    def list_users(self) -> list[str]:
+        return [row["id"] for row in self._query("list_users")]
+
+    def close(self) -> None:
+        self._driver.close()
+
+    def __enter__(self) -> Neo4jStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,127 @@
+"""An in-process scripted ChatModel: a TEST DOUBLE, not a model.
+
+A function of yours answers every call the memory makes (like pydantic-ai's ``FunctionModel``): it gets the
+call (its purpose, its messages, what kind of answer is wanted) and returns the answer. No HTTP, no tokens, no
+judgment: whatever the memory then does follows from your answers, which is what a unit test of the pipeline
+wants. The HTTP double (``testing.scripted_server``) stays for tests of the OpenAI-compatible client itself.
+
+    def answer(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            return {"facts": [{"text": "Lives in Lyon", "topic": "location", "kind": "state",
+                               "inferred": False, "evidence": [0]}]}
+        if call.purpose == "stage1":
+            return 0.1  # P(Yes, the older fact is outdated)
+        if call.purpose == "stage2":
+            return {"reasoning": "one home at a time", "verdict": "no_longer_true"}
+        return "Yes."
+
+    memory = Memory(store=EmbeddedStore(), llm=ScriptedModel(answer), embedder=HashedEmbedder())
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+from lastknown_graph.llm.errors import LLMError, LLMOutputError
+from lastknown_graph.llm.protocol import Messages, T
+from lastknown_graph.llm.usage import UsageMeter
+
+CallKind = Literal["structured", "yes_probability", "text"]
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    purpose: str
+    kind: CallKind
+    messages: tuple[dict[str, str], ...]
+    answer_type: type[BaseModel] | None  # for "structured" calls
+    max_tokens: int | None
+
+    @property
+    def last_user_message(self) -> str:
+        return next((m["content"] for m in reversed(self.messages) if m.get("role") == "user"), "")
+
+
+# Returns, by kind: a dict or an instance of ``answer_type`` ("structured"), P(Yes) as a float ("yes_probability"),
+# a string ("text"); or raises an LLMError to stand for a failing model.
+Responder = Callable[[ModelCall], object]
+
+
+@dataclass(frozen=True)
+class ScriptedCapabilities:
+    logprobs: bool
+
+
+class ScriptedModel:
+    """Answers each call with ``respond(call)``; records every call in ``calls``. Thread-safe."""
+
+    def __init__(self, respond: Responder, *, logprobs: bool = True) -> None:
+        self._respond = respond
+        self._capabilities = ScriptedCapabilities(logprobs=logprobs)
+        self._lock = threading.Lock()
+        self._calls: list[ModelCall] = []
+
+    @property
+    def calls(self) -> list[ModelCall]:
+        with self._lock:
+            return list(self._calls)
+
+    def calls_for(self, purpose: str) -> list[ModelCall]:
+        return [call for call in self.calls if call.purpose == purpose]
+
+    def capabilities(self) -> ScriptedCapabilities:
+        return self._capabilities
+
+    def _answer(
+        self, purpose: str, kind: CallKind, messages: Messages, meter: UsageMeter | None,
+        answer_type: type[BaseModel] | None = None, max_tokens: int | None = None,
+    ) -> object:
+        call = ModelCall(purpose, kind, tuple(dict(m) for m in messages), answer_type, max_tokens)
+        with self._lock:
+            self._calls.append(call)
+        result = self._respond(call)
+        if meter is not None:
+            meter.record(purpose, sum(len(m.get("content", "")) for m in messages) // 4, 1)
+        return result
+
+    def structured(
+        self, messages: Messages, answer: type[T], *, purpose: str, meter: UsageMeter | None = None,
+        max_tokens: int = 800,
+    ) -> T:
+        result = self._answer(purpose, "structured", messages, meter, answer, max_tokens)
+        if isinstance(result, answer):
+            return result
+        try:
+            return answer.model_validate(result)
+        except ValidationError as exc:
+            raise LLMOutputError(f"scripted {purpose} answer is not a {answer.__name__}: {exc}",
+                                 output=repr(result)[:500]) from exc
+
+    def yes_probability(self, messages: Messages, *, purpose: str, meter: UsageMeter | None = None) -> float:
+        result = self._answer(purpose, "yes_probability", messages, meter)
+        if isinstance(result, bool) or not isinstance(result, int | float) or not 0.0 <= result <= 1.0:
+            raise LLMOutputError(f"scripted {purpose} answer {result!r} is not a probability", output=repr(result))
+        probability = float(result)
+        return probability if self._capabilities.logprobs else float(probability >= 0.5)
+
+    def text(
+        self, messages: Messages, *, purpose: str, meter: UsageMeter | None = None, max_tokens: int = 400
+    ) -> str:
+        result = self._answer(purpose, "text", messages, meter, max_tokens=max_tokens)
+        if not isinstance(result, str) or not result.strip():
+            raise LLMOutputError(f"scripted {purpose} answer {result!r} is not a non-empty text", output=repr(result))
+        return result
+
+
+def failing(error: LLMError) -> Responder:
+    """A responder whose every call fails with ``error`` (an unreachable or unreadable model)."""
+
+    def respond(call: ModelCall) -> object:
+        raise error
+
+    return respond

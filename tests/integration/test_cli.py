@@ -1,0 +1,585 @@
+"""The ``lastknown`` command line, run as the installed console script in a subprocess.
+
+The LLM and the embedder are the scripted server (a test double over real HTTP: canned answers,
+word-hash vectors of dimension 384, the dimension the shared Neo4j holds). Commands that must not
+need a model run with the LLM and embedder pointed at a closed port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+
+LASTKNOWN = shutil.which("lastknown") or str(Path(sys.executable).with_name("lastknown"))
+DIMENSION = 384
+CLOSED_PORT_URL = "http://127.0.0.1:1/v1"
+
+FEB = [
+    "I've been in Portland for years now, the rain doesn't even bother me anymore.",
+    "I'm on the train to work right now.",
+    "I work at a bakery downtown.",
+]
+SEP = [
+    "Found another bark scorpion in my boot this morning. This dry heat drives them indoors.",
+    "Making coffee before work right now.",
+]
+
+
+def fact(text: str, topic: str, kind: str = "state", inferred: bool = False, evidence: int = 0) -> dict[str, Any]:
+    return {"text": text, "topic": topic, "kind": kind, "inferred": inferred, "evidence": [evidence]}
+
+
+def rules() -> list[Rule]:
+    return [
+        Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
+            fact("Lives in Portland", "location"),
+            fact("Does not mind the rain", "weather_attitude"),
+            fact("Is on the train to work", "current_activity", kind="moment", evidence=1),
+            fact("Works at a bakery", "job", evidence=2),
+        ]})),
+        Rule(purpose="extraction", contains="bark scorpion", reply=Reply.json({"facts": [
+            fact("Lives in a hot desert region", "location", inferred=True),
+            fact("Is making coffee before work", "current_activity", kind="moment", evidence=1),
+        ]})),
+        Rule(purpose="extraction", contains="allergic to peanuts", reply=Reply.json({"facts": [
+            fact("Is allergic to peanuts", "allergy"),
+        ]})),
+        Rule(purpose="extraction", contains="play the cello", reply=Reply.json({"facts": [
+            fact("Plays the cello", "hobby"),
+        ]})),
+        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.1)),
+        Rule(purpose="stage1", reply=still_true(0.97)),
+        Rule(purpose="stage2", contains=["Lives in Portland", "desert"], reply=Reply.json({
+            "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
+            "verdict": "no_longer_true"})),
+        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold at once.", "verdict": "still_true"})),
+        Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),
+        Rule(purpose="premise", reply=Reply.yes(0.05)),
+        Rule(purpose="answer", reply="(scripted answer)"),
+    ]
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ScriptedLLMServer]:
+    with ScriptedLLMServer(rules(), embedding_dimension=DIMENSION) as scripted:
+        yield scripted
+
+
+@pytest.fixture(scope="module")
+def model_env(server: ScriptedLLMServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of every run: the scripted LLM and embedder; no store setting leaks in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LASTKNOWN_", "OPENAI_"))}
+    env.update({
+        "LASTKNOWN_BASE_URL": server.base_url, "LASTKNOWN_MODEL": "scripted", "LASTKNOWN_API_KEY": "x",
+        "LASTKNOWN_EMBEDDER": "api", "LASTKNOWN_EMBED_MODEL": "scripted-embed",
+        "LASTKNOWN_EMBEDDED_PATH": str(tmp_path_factory.mktemp("default-store") / "memory.json"),
+    })
+    return env
+
+
+@pytest.fixture(scope="module")
+def no_model_env(model_env: dict[str, str]) -> dict[str, str]:
+    """Nothing answers at the LLM endpoint and the local embedder has no model: any use of them fails."""
+    return model_env | {"LASTKNOWN_BASE_URL": CLOSED_PORT_URL, "LASTKNOWN_EMBEDDER": "local",
+                        "LASTKNOWN_EMBED_MODEL": "/nonexistent/model"}
+
+
+def run(env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 120) -> Result:
+    done = subprocess.run(
+        [LASTKNOWN, *args], env=env, capture_output=True, text=True, timeout=timeout,
+        input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+def ok(result: Result) -> Result:
+    assert result.code == 0, result.err
+    return result
+
+
+def new_user(prefix: str = "cli") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def embedded(path: Path) -> str:
+    return f"embedded:{path}"
+
+
+def llm_down(env: dict[str, str]) -> dict[str, str]:
+    """The embedder still answers; the LLM endpoint does not."""
+    return env | {"LASTKNOWN_BASE_URL": CLOSED_PORT_URL, "LASTKNOWN_EMBED_BASE_URL": env["LASTKNOWN_BASE_URL"]}
+
+
+@pytest.fixture(scope="module")
+def alice(model_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """An embedded store where February's Portland was retired by September's scorpions (read-only use)."""
+    path = tmp_path_factory.mktemp("alice") / "memory.json"
+    user = new_user("alice")
+    ok(run(model_env, "write", "--store", embedded(path), "--user", user, "--date", "2024-02-10",
+           "--session", "s-feb", *FEB))
+    ok(run(model_env, "write", "--store", embedded(path), "--user", user, "--date", "2024-09-03",
+           "--session", "s-sep", *SEP))
+    return path, user
+
+
+def copy_of(store: tuple[Path, str], tmp_path: Path) -> tuple[str, str]:
+    """A private copy of a store file, for tests that delete."""
+    path, user = store
+    target = tmp_path / "copy.json"
+    shutil.copy(path, target)
+    return embedded(target), user
+
+
+def history_texts(env: dict[str, str], store: str, user: str) -> dict[str, str]:
+    entries = ok(run(env, "history", "--store", store, "--user", user, "--json")).json()["history"]
+    return {e["fact"]["text"]: e["fact"]["status"] for e in entries}
+
+
+# ---------------------------------------------------------------------------------------------- help
+
+
+COMMANDS = ["write", "context", "ask", "find", "forget", "forget-about", "history", "timeline", "as-of",
+            "export", "import", "audit", "stats", "upgrade", "neo4j"]
+
+
+def test_help_lists_every_command_with_examples_and_exit_codes(model_env: dict[str, str]) -> None:
+    out = ok(run(model_env, "--help")).out
+    for command in COMMANDS:
+        assert f"\n    {command} " in out or f"\n    {command}\n" in out, command
+    assert "examples:" in out
+    assert "6  unknown user" in out and "4  store unavailable" in out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_of_each_command_shows_an_example(model_env: dict[str, str], command: str) -> None:
+    out = ok(run(model_env, command, "--help")).out
+    examples = out.split("examples:", 1)[1]
+    assert f"lastknown {command}" in examples
+
+
+# ---------------------------------------------------------------------------------------------- write
+
+
+def test_write_from_arguments_reports_changes_and_is_idempotent(
+    model_env: dict[str, str], server: ScriptedLLMServer, tmp_path: Path
+) -> None:
+    store, user = embedded(tmp_path / "m.json"), new_user()
+    first = ok(run(model_env, "write", "--json", "--store", store, "--user", user, "--date", "2024-02-10",
+                   "--session", "s-feb", *FEB)).json()
+    assert {a["text"] for a in first["added"]} == {
+        "Lives in Portland", "Does not mind the rain", "Is on the train to work", "Works at a bakery"}
+    assert first["already_written"] is False and first["messages_stored"] == 3
+
+    second = ok(run(model_env, "write", "--json", "--store", store, "--user", user, "--date", "2024-09-03",
+                    "--session", "s-sep", *SEP)).json()
+    assert [(r["old_text"], r["new_text"]) for r in second["retired"]] == [
+        ("Lives in Portland", "Lives in a hot desert region")]
+
+    calls = len(server.chat_requests("extraction"))
+    again = run(model_env, "write", "--store", store, "--user", user, "--date", "2024-09-03", "--session", "s-sep",
+                *SEP)
+    assert again.code == 0 and "already written" in again.out
+    assert len(server.chat_requests("extraction")) == calls
+
+
+def test_write_reads_one_message_per_line_from_stdin_or_a_file(model_env: dict[str, str], tmp_path: Path) -> None:
+    store, user = embedded(tmp_path / "m.json"), new_user()
+    piped = ok(run(model_env, "write", "--json", "--store", store, "--user", user, "--date", "2024-03-01",
+                   stdin="I am allergic to peanuts.\n\nI really am.\n")).json()
+    assert piped["messages_stored"] == 2
+    assert piped["session_id"].startswith("cli-")
+    assert [a["text"] for a in piped["added"]] == ["Is allergic to peanuts"]
+
+    text = tmp_path / "chat.txt"
+    text.write_text("I play the cello on Sundays.\n", encoding="utf-8")
+    from_file = ok(run(model_env, "write", "--json", "--store", store, "--user", user, "--date", "2024-03-02",
+                       "--file", str(text))).json()
+    assert [a["text"] for a in from_file["added"]] == ["Plays the cello"]
+    assert from_file["session_id"] != piped["session_id"]
+
+
+def test_write_rejects_bad_input_with_exit_code_3(model_env: dict[str, str], tmp_path: Path) -> None:
+    store, user = embedded(tmp_path / "m.json"), new_user()
+    future = run(model_env, "write", "--store", store, "--user", user, "--date", "2999-01-01", "Hello there.")
+    assert future.code == 3 and "in the future" in future.err
+    empty = run(model_env, "write", "--store", store, "--user", user, stdin="\n\n")
+    assert empty.code == 3 and "no messages" in empty.err
+    missing = run(model_env, "write", "--store", store, "--user", user, "--file", str(tmp_path / "nope.txt"))
+    assert missing.code == 3
+    assert run(model_env, "history", "--store", store, "--user", user).code == 6
+
+
+def test_write_with_the_llm_down_exits_5_and_writes_nothing(model_env: dict[str, str], tmp_path: Path) -> None:
+    env = llm_down(model_env)
+    store, user = embedded(tmp_path / "m.json"), new_user()
+    result = run(env, "write", "--json", "--store", store, "--user", user, "--date", "2024-02-10", *FEB)
+    assert result.code == 5
+    assert result.out == ""
+    assert result.err.startswith("lastknown: error: ") and result.err.count("\n") == 1
+    assert run(model_env, "history", "--store", store, "--user", user).code == 6
+
+
+def jsonl(*lines: dict[str, Any] | str) -> str:
+    return "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
+
+
+def test_bulk_jsonl_import_stops_or_keeps_going_and_summarises(model_env: dict[str, str], tmp_path: Path) -> None:
+    store, first, second = embedded(tmp_path / "m.json"), new_user("bulk"), new_user("bulk")
+    source = tmp_path / "conversations.jsonl"
+    source.write_text(jsonl(
+        {"session": "s-feb", "date": "2024-02-10", "user": first,
+         "messages": [*FEB, {"role": "assistant", "content": "Nice!"}]},
+        {"session": "s-1", "date": "2024-03-01", "messages": ["I am allergic to peanuts."]},  # user from --user
+        {"sesion": "s-typo", "date": "2024-03-02", "messages": ["x"]},
+        {"session": "s-sep", "date": "2024-09-03", "user": first, "messages": SEP},
+    ), encoding="utf-8")
+
+    stopped = run(model_env, "write", "--jsonl", str(source), "--store", store, "--user", second, "--json")
+    assert stopped.code == 3
+    summary = stopped.json()
+    assert (summary["written"], summary["failed"], summary["stopped_early"]) == (2, 1, True)
+    assert summary["failures"][0]["line"] == 3 and "session" in summary["failures"][0]["error"]
+    assert "[1/4] line 1: s-feb written" in stopped.err
+    assert stopped.err.splitlines()[-1].startswith("lastknown: error: line 3:")
+
+    kept = run(model_env, "write", "--jsonl", str(source), "--store", store, "--user", second, "--json",
+               "--keep-going")
+    assert kept.code == 3  # the first failure's code, after every other line was written
+    summary = kept.json()
+    assert (summary["written"], summary["already_written"], summary["failed"]) == (1, 2, 1)
+    assert summary["retired"] == 1 and summary["stopped_early"] is False
+
+    assert history_texts(model_env, store, first)["Lives in Portland"] == "retired"
+    assert history_texts(model_env, store, second) == {"Is allergic to peanuts": "current"}
+    text = run(model_env, "write", "--jsonl", str(source), "--store", store, "--user", second, "--keep-going",
+               "--no-progress")
+    assert text.err.startswith("lastknown: error: line 3:")
+    assert "4 conversations: 0 written, 3 already written, 1 failed" in text.out
+
+
+def test_bulk_import_stops_on_an_unavailable_llm_even_with_keep_going(
+    model_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = llm_down(model_env)
+    source = tmp_path / "c.jsonl"
+    source.write_text(jsonl(*({"session": f"s-{i}", "date": "2024-03-01", "messages": FEB} for i in range(3))))
+    result = run(env, "write", "--jsonl", str(source), "--store", embedded(tmp_path / "m.json"), "--user",
+                 new_user(), "--keep-going", "--json")
+    assert result.code == 5
+    assert (result.json()["failed"], result.json()["stopped_early"]) == (1, True)
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+def test_reading_commands_need_no_llm_or_embedder(no_model_env: dict[str, str], alice: tuple[Path, str]) -> None:
+    path, user = alice
+    store = embedded(path)
+    context = ok(run(no_model_env, "context", "--store", store, "--user", user)).out
+    now, past = context.split("No longer true")
+    assert "Lives in a hot desert region" in now and "Lives in Portland" in past
+
+    history = ok(run(no_model_env, "history", "--store", store, "--user", user, "--json")).json()["history"]
+    portland = next(e for e in history if e["fact"]["text"] == "Lives in Portland")
+    assert portland["fact"]["status"] == "retired"
+    assert [(r["relation"], r["fact_text"]) for r in portland["replaced_by"]] == [
+        ("supersedes", "Lives in a hot desert region")]
+    assert "retired by 'Lives in a hot desert region'" in ok(
+        run(no_model_env, "history", "--store", store, "--user", user)).out
+
+    events = ok(run(no_model_env, "timeline", "--store", store, "--user", user, "--json")).json()["events"]
+    retired = [e for e in events if e["kind"] == "retired"]
+    assert [(e["fact_text"], e["cause_fact_text"], e["at"]) for e in retired] == [
+        ("Lives in Portland", "Lives in a hot desert region", "2024-09-03")]
+
+    may = ok(run(no_model_env, "as-of", "2024-05-01", "--store", store, "--user", user, "--json")).json()
+    assert "Lives in Portland" in {f["text"] for f in may["facts"]}
+    october = ok(run(no_model_env, "as-of", "2024-10-01", "--store", store, "--user", user)).out
+    assert "Lives in Portland" not in october and "Lives in a hot desert region" in october
+
+    [stats] = ok(run(no_model_env, "stats", "--store", store, "--user", user, "--json")).json()["users"]
+    assert {k: stats[k] for k in ("sessions", "messages", "facts", "current", "retired", "expired", "retirements",
+                                  "expiries")} == {
+        "sessions": 2, "messages": 5, "facts": 6, "current": 4, "retired": 1, "expired": 1, "retirements": 1,
+        "expiries": 1}
+
+
+def test_stats_for_all_users(model_env: dict[str, str], tmp_path: Path) -> None:
+    store = embedded(tmp_path / "m.json")
+    users = sorted(new_user("stats") for _ in range(2))
+    for user in users:
+        ok(run(model_env, "write", "--store", store, "--user", user, "--date", "2024-03-01",
+               "I am allergic to peanuts."))
+    rows = ok(run(model_env, "stats", "--all-users", "--store", store, "--json")).json()["users"]
+    assert [(r["user"], r["facts"], r["current"]) for r in rows] == [(u, 1, 1) for u in users]
+    assert ok(run(model_env, "stats", "--all-users", "--store", embedded(tmp_path / "none.json"))).out.strip() \
+        .endswith("(no rows)")
+
+
+def test_ask_prints_the_answer_and_warns_about_an_outdated_premise(
+    model_env: dict[str, str], alice: tuple[Path, str]
+) -> None:
+    path, user = alice
+    result = ok(run(model_env, "ask", "Any rainy-day ideas for Portland?", "--store", embedded(path), "--user", user))
+    assert result.out == "(scripted answer)\n"
+    assert "premise note:" in result.err and "Lives in Portland" in result.err
+    answer = ok(run(model_env, "--json", "ask", "Any rainy-day ideas for Portland?", "--store", embedded(path),
+                    "--user", user)).json()
+    assert answer["text"] == "(scripted answer)"
+    assert len(answer["premise_notes"]) == 1 and answer["usage"]["total"]["calls"] >= 2
+
+
+def test_find_returns_current_and_historical_facts_with_ids(
+    model_env: dict[str, str], alice: tuple[Path, str]
+) -> None:
+    path, user = alice
+    hits = ok(run(model_env, "find", "Lives in Portland", "-k", "2", "--store", embedded(path), "--user", user,
+                  "--json")).json()["facts"]
+    found = {h["fact"]["text"]: h for h in hits}
+    assert set(found) == {"Lives in Portland", "Lives in a hot desert region"}  # the ranking's order is not ours
+    assert found["Lives in Portland"]["fact"]["status"] == "retired"
+    assert found["Lives in Portland"]["similarity"] == pytest.approx(1.0, abs=1e-5)
+    assert all(h["fact"]["id"].startswith("fact-") and h["relevance"] is not None for h in hits)
+    assert run(model_env, "find", "x", "-k", "0", "--store", embedded(path), "--user", user).code == 3
+
+
+# ---------------------------------------------------------------------------------------------- forgetting
+
+
+def test_forget_by_id_needs_no_model_and_reports_unknown_ids(
+    no_model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    history = ok(run(no_model_env, "history", "--store", store, "--user", user, "--json")).json()["history"]
+    bakery = next(e["fact"]["id"] for e in history if e["fact"]["text"] == "Works at a bakery")
+    report = ok(run(no_model_env, "forget", bakery, "fact-unknown", "--store", store, "--user", user, "--json")).json()
+    assert (report["fact_ids"], report["forgotten"], report["unknown_ids"]) == (
+        [bakery], ["Works at a bakery"], ["fact-unknown"])
+    assert report["redacted_messages"] == 1
+    assert "Works at a bakery" not in history_texts(no_model_env, store, user)
+
+
+def test_forget_about_refuses_without_yes_when_stdin_is_not_a_terminal(
+    model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    before = history_texts(model_env, store, user)
+    refused = run(model_env, "forget-about", "Lives in Portland", "--store", store, "--user", user, "--json")
+    assert refused.code == 7
+    assert refused.out == ""
+    assert "--yes" in refused.err
+    assert history_texts(model_env, store, user) == before
+
+
+def run_on_terminal(env: dict[str, str], answer: str, *args: str) -> Result:
+    """Run with stdin on a pseudo-terminal and type ``answer``."""
+    controller, terminal = pty.openpty()
+    try:
+        process = subprocess.Popen([LASTKNOWN, *args], env=env, stdin=terminal, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        os.close(terminal)
+        os.write(controller, answer.encode() + b"\n")
+        out, err = process.communicate(timeout=120)
+    finally:
+        os.close(controller)
+    return Result(process.returncode, out, err)
+
+
+def test_forget_about_asks_on_a_terminal_and_n_keeps_everything(
+    model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    before = history_texts(model_env, store, user)
+    declined = run_on_terminal(model_env, "n", "forget-about", "Lives in Portland", "--threshold", "0.9",
+                               "--store", store, "--user", user)
+    assert declined.code == 7
+    assert "Forget these 1 facts" in declined.err and "Lives in Portland" in declined.err
+    assert history_texts(model_env, store, user) == before
+
+    accepted = run_on_terminal(model_env, "y", "forget-about", "Lives in Portland", "--threshold", "0.9",
+                               "--store", store, "--user", user)
+    assert accepted.code == 0, accepted.err
+    assert "forgot 1 facts" in accepted.out
+    assert "Lives in Portland" not in history_texts(model_env, store, user)
+
+
+def test_forget_about_dry_run_lists_and_yes_deletes(
+    model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    dry = ok(run(model_env, "forget-about", "Lives in Portland", "--threshold", "0.9", "--dry-run", "--store", store,
+                 "--user", user, "--json")).json()
+    assert [m["fact"]["text"] for m in dry["matches"]] == ["Lives in Portland"]
+    assert dry["fact_ids"] == [] and dry["dry_run"] is True
+    assert "Lives in Portland" in history_texts(model_env, store, user)
+
+    done = ok(run(model_env, "forget-about", "Lives in Portland", "--threshold", "0.9", "--yes", "--store", store,
+                  "--user", user, "--json")).json()
+    assert done["forgotten"] == ["Lives in Portland"]
+    texts = history_texts(model_env, store, user)
+    assert "Lives in Portland" not in texts and texts["Lives in a hot desert region"] == "current"
+
+
+# ---------------------------------------------------------------------------------------------- errors
+
+
+def test_unknown_user_exits_6_and_creates_no_store_file(no_model_env: dict[str, str], alice: tuple[Path, str],
+                                                        tmp_path: Path) -> None:
+    path, _ = alice
+    for command in (["history"], ["context"], ["timeline"], ["as-of", "2024-01-01"], ["export"], ["stats"]):
+        result = run(no_model_env, *command, "--store", embedded(path), "--user", "nobody-here", "--json")
+        assert (result.code, result.out) == (6, ""), command
+        assert result.err == "lastknown: error: user 'nobody-here' has no memory in " + f"embedded:{path}\n"
+    missing = tmp_path / "never" / "memory.json"
+    result = run(no_model_env, "history", "--store", embedded(missing), "--user", "nobody-here")
+    assert result.code == 6
+    assert not missing.parent.exists()
+
+
+def test_unreachable_store_exits_4_with_one_error_line(no_model_env: dict[str, str]) -> None:
+    result = run(no_model_env, "history", "--json", "--store", "bolt://127.0.0.1:1", "--store-timeout", "1",
+                 "--user", "alice", "--neo4j-password", "hunter2-secret")
+    assert result.code == 4
+    assert result.out == ""
+    assert result.err.startswith("lastknown: error: Neo4j at bolt://127.0.0.1:1 is unavailable")
+    assert result.err.count("\n") == 1
+    assert "hunter2-secret" not in result.err
+
+
+def test_usage_and_input_errors_have_their_exit_codes(no_model_env: dict[str, str], alice: tuple[Path, str]) -> None:
+    path, user = alice
+    store = embedded(path)
+    assert run(no_model_env).code == 2
+    no_user = run(no_model_env, "history", "--store", store)
+    assert (no_user.code, no_user.err) == (2, "lastknown: error: this command needs --user USER\n")
+    assert run(no_model_env, "history", "--store", store, "--user", user, "--bogus").code == 2
+    assert run(no_model_env, "as-of", "yesterday", "--store", store, "--user", user).code == 3
+    assert run(no_model_env, "history", "--store", "memory.txt", "--user", user).code == 3
+    credentials = run(no_model_env, "history", "--store", "bolt://neo4j:hunter2-secret@localhost:7687",
+                      "--user", user)
+    assert credentials.code == 3 and "hunter2-secret" not in credentials.err
+    assert run(no_model_env, "history", "--store", store, "--user", " spaced ").code == 3
+
+
+# ---------------------------------------------------------------------------------------------- export / import / audit
+
+
+def test_export_then_import_into_neo4j(model_env: dict[str, str], tmp_path: Path, neo4j_uri: str) -> None:
+    store, user = embedded(tmp_path / "m.json"), new_user("migrate")
+    ok(run(model_env, "write", "--store", store, "--user", user, "--date", "2024-02-10", "--session", "s-feb", *FEB))
+    ok(run(model_env, "write", "--store", store, "--user", user, "--date", "2024-09-03", "--session", "s-sep", *SEP))
+    exported = tmp_path / "export.json"
+    summary = ok(run(model_env, "export", "--store", store, "--user", user, "--output", str(exported),
+                     "--json")).json()
+    assert (summary["sessions"], summary["facts"]) == (2, 6)
+    assert json.loads(ok(run(model_env, "export", "--store", store, "--user", user)).out)["user_id"] == user
+
+    imported = ok(run(model_env, "import", str(exported), "--store", neo4j_uri, "--json")).json()
+    assert imported["imported"] == [{"user": user, "sessions": 2, "messages": 5, "facts": 6}]
+    assert history_texts(model_env, neo4j_uri, user) == history_texts(model_env, store, user)
+    again = run(model_env, "import", str(exported), "--store", neo4j_uri)
+    assert again.code == 1 and "--skip-existing" in again.err
+    skipped = ok(run(model_env, "import", str(exported), "--store", neo4j_uri, "--skip-existing", "--json")).json()
+    assert (skipped["imported"], skipped["skipped"]) == ([], [user])
+
+    rows = ok(run(model_env, "audit", "facts_by_status", "--param", "statuses=current,retired", "--user", user,
+                  "--store", neo4j_uri, "--json")).json()["rows"]
+    assert sorted(r["fact"]["text"] for r in rows) == sorted(
+        t for t, status in history_texts(model_env, store, user).items() if status in ("current", "retired"))
+    table = ok(run(model_env, "audit", "timeline", "--user", user, "--store", neo4j_uri)).out
+    header, _, *lines = table.splitlines()
+    assert header.split()[:3] == ["at", "kind", "session_id"]
+    assert any("retired" in line and "Lives in Portland" in line for line in lines)
+
+
+def test_import_migrates_every_user_of_an_embedded_store(
+    model_env: dict[str, str], tmp_path: Path, neo4j_uri: str
+) -> None:
+    source = tmp_path / "old.json"
+    users = [new_user("migrate"), new_user("migrate")]
+    lines = [{"session": "s-1", "date": "2024-03-01", "user": u, "messages": ["I am allergic to peanuts."]}
+             for u in users]
+    (tmp_path / "c.jsonl").write_text(jsonl(*lines))
+    ok(run(model_env, "write", "--jsonl", str(tmp_path / "c.jsonl"), "--store", embedded(source)))
+    result = ok(run(model_env, "import", str(source), "--store", neo4j_uri, "--json"))
+    assert sorted(i["user"] for i in result.json()["imported"]) == sorted(users)
+    for user in users:
+        assert history_texts(model_env, neo4j_uri, user) == {"Is allergic to peanuts": "current"}
+    one = ok(run(model_env, "import", str(source), "--user", users[0], "--store", embedded(tmp_path / "new.json"),
+                 "--json")).json()
+    assert [i["user"] for i in one["imported"]] == [users[0]]
+    same = run(model_env, "import", str(source), "--store", embedded(source))
+    assert same.code == 3
+
+
+def test_upgrade_adds_embedding_bytes_to_older_neo4j_facts(
+    model_env: dict[str, str], tmp_path: Path, neo4j_uri: str
+) -> None:
+    import neo4j
+
+    user = new_user("upgrade")
+    line = {"session": "s-1", "date": "2024-03-01", "user": user, "messages": ["I am allergic to peanuts."]}
+    (tmp_path / "c.jsonl").write_text(jsonl(line))
+    ok(run(model_env, "write", "--jsonl", str(tmp_path / "c.jsonl"), "--store", neo4j_uri))
+    owned = "MATCH (f:Fact {user_id: $user}) RETURN count(f.embedding_f32) AS with_bytes, count(f) AS facts"
+    with neo4j.GraphDatabase.driver(neo4j_uri, auth=("neo4j", "unused")) as driver:
+        driver.execute_query("MATCH (f:Fact {user_id: $user}) REMOVE f.embedding_f32", user=user)
+        assert driver.execute_query(owned, user=user).records[0]["with_bytes"] == 0
+        upgraded = ok(run(model_env, "upgrade", "--store", neo4j_uri, "--batch-size", "2", "--json")).json()
+        [row] = driver.execute_query(owned, user=user).records
+    assert upgraded["upgraded_facts"] >= row["facts"] == row["with_bytes"] == 1
+    assert "is up to date" in ok(run(model_env, "upgrade", "--store", neo4j_uri)).out
+    assert "needs no upgrade" in ok(run(model_env, "upgrade", "--store", embedded(tmp_path / "m.json"))).out
+    assert run(model_env, "upgrade", "--store", neo4j_uri, "--batch-size", "0").code == 3
+
+
+def test_audit_checks_parameters_and_refuses_writes(
+    no_model_env: dict[str, str], alice: tuple[Path, str], neo4j_uri: str
+) -> None:
+    listing = ok(run(no_model_env, "audit", "--list", "--json")).json()["queries"]
+    assert {"name": "facts_by_status", "parameters": "statuses, user_id"}.items() <= next(
+        q for q in listing if q["name"] == "facts_by_status").items()
+    user = new_user("audit")
+    missing = run(no_model_env, "audit", "facts_by_status", "--user", user, "--store", neo4j_uri)
+    assert missing.code == 3 and "statuses" in missing.err
+    unknown = run(no_model_env, "audit", "facts_by_status", "--user", user, "--param", "status=current",
+                  "--store", neo4j_uri)
+    assert unknown.code == 3 and "no parameter 'status'" in unknown.err
+    empty = ok(run(no_model_env, "audit", "timeline", "--user", user, "--store", neo4j_uri, "--json")).json()
+    assert empty["rows"] == [] and empty["columns"][:2] == ["at", "kind"]
+    writes = run(no_model_env, "audit", "delete_user", "--user", user, "--store", neo4j_uri)
+    assert writes.code == 3 and "only runs read queries" in writes.err
+    path, alice_user = alice
+    on_file = run(no_model_env, "audit", "timeline", "--user", alice_user, "--store", embedded(path))
+    assert on_file.code == 3 and "needs a Neo4j store" in on_file.err
+    assert run(no_model_env, "audit", "no_such_query", "--store", neo4j_uri).code == 3
+
+
+def test_neo4j_delegates_to_the_local_server_control(no_model_env: dict[str, str], tmp_path: Path) -> None:
+    status = ok(run(no_model_env, "--json", "neo4j", "status", "--home", str(tmp_path / "neo4j"),
+                    "--bolt-port", "27999", "--http-port", "0")).json()
+    assert status["running"] is False and status["bolt_uri"] == "bolt://127.0.0.1:27999"
+    assert run(no_model_env, "neo4j", "restart").code == 2

@@ -1,0 +1,541 @@
+"""The memory pipeline end to end: scripted LLM over real HTTP, real MiniLM embeddings, both stores.
+
+The scripted server (lastknown_graph.testing.scripted_server) is a test double: it answers what each
+rule says, so these tests check what the pipeline does with the answers, not model quality.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lastknown_graph import EmbeddedStore, FactStatus
+from lastknown_graph.embedders import LocalEmbedder
+from lastknown_graph.errors import InvalidInputError
+from lastknown_graph.llm import LLM
+from lastknown_graph.memory import Memory
+from lastknown_graph.prompts.extraction import EXAMPLE_ANSWER
+from lastknown_graph.store import Store
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from tests.builders import new_user
+
+FEB = [
+    "I've been in Portland for years now, the rain doesn't even bother me anymore.",
+    "I'm on the train to work right now.",
+    "I work at a bakery downtown.",
+]
+SEP = [
+    "Found another bark scorpion in my boot this morning. This dry heat drives them indoors.",
+    "Making coffee before work right now.",
+]
+
+
+def fact(text: str, topic: str, kind: str = "state", inferred: bool = False, evidence: list[int] | None = None
+         ) -> dict[str, Any]:
+    return {"text": text, "topic": topic, "kind": kind, "inferred": inferred, "evidence": evidence or [0]}
+
+
+def scenario_rules() -> list[Rule]:
+    return [
+        Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
+            fact("Lives in Portland", "location"),
+            fact("Does not mind the rain", "weather_attitude"),
+            fact("Is on the train to work", "current_activity", kind="moment", evidence=[1]),
+            fact("Works at a bakery", "job", evidence=[2]),
+            fact("Has a dog named Rex", "pet", evidence=[0]),
+        ]})),
+        Rule(purpose="extraction", contains="bark scorpion", reply=Reply.json({"facts": [
+            fact("Lives in a hot desert region", "location", inferred=True),
+            fact("Is making coffee before work", "current_activity", kind="moment", evidence=[1, 7]),
+        ]})),
+        Rule(purpose="extraction", contains="desert life", reply=Reply.json({"facts": [
+            fact("Lives in a hot desert region", "location", inferred=True),
+        ]})),
+        Rule(purpose="extraction", contains="allergic to peanuts", reply=Reply.json({"facts": [
+            fact("Is allergic to peanuts", "allergy"),
+        ]})),
+        Rule(purpose="extraction", contains="outgrew", reply=Reply.json({"facts": [
+            fact("Is no longer allergic to peanuts", "allergy"),
+        ]})),
+        Rule(purpose="stage1", contains=["Is allergic to peanuts", "no longer allergic"], reply=still_true(0.03)),
+        Rule(purpose="stage2", contains=["Is allergic to peanuts", "no longer allergic"], reply=Reply.json({
+            "reasoning": "The user outgrew the allergy.", "verdict": "no_longer_true"})),
+        Rule(purpose="extraction", contains="now work as a nurse", reply=Reply.json({"facts": [
+            fact("Works as a nurse", "job"),
+        ]})),
+        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.1)),
+        Rule(purpose="stage1", contains=["Works at a bakery", "nurse"], reply=still_true(0.05)),
+        Rule(purpose="stage1", reply=still_true(0.97)),
+        Rule(purpose="stage2", contains=["Lives in Portland", "desert"], reply=Reply.json({
+            "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
+            "verdict": "no_longer_true"})),
+        Rule(purpose="stage2", contains=["Works at a bakery", "nurse"], reply=Reply.json({
+            "reasoning": "The user says they now work as a nurse.", "verdict": "no_longer_true"})),
+        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold at once.", "verdict": "still_true"})),
+        Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),
+        Rule(purpose="premise", reply=Reply.yes(0.05)),
+        Rule(purpose="answer", reply="(scripted answer)"),
+    ]
+
+
+SERVERS = {
+    "full": {"supports_json_schema": True, "supports_logprobs": True},
+    "llamacpp_like": {"supports_json_schema": False, "supports_logprobs": True},
+    "bare": {"supports_json_schema": False, "supports_json_object": False, "supports_logprobs": False},
+}
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def server(request: pytest.FixtureRequest) -> Iterator[ScriptedLLMServer]:
+    with ScriptedLLMServer(scenario_rules(), **SERVERS[request.param]) as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def llamacpp_server() -> Iterator[ScriptedLLMServer]:
+    with ScriptedLLMServer(scenario_rules(), **SERVERS["llamacpp_like"]) as scripted:
+        yield scripted
+
+
+def memory_for(server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store) -> Memory:
+    llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
+    return Memory(llm, embedder, user=new_user(), store=store)
+
+
+def test_implied_move_retires_portland_on_every_server_kind(
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(server, embedder, store)
+    first = memory.write(FEB, date="2024-02-10", session="s-feb")
+    assert {a.text for a in first.added} == {
+        "Lives in Portland", "Does not mind the rain", "Is on the train to work", "Works at a bakery"}
+    assert [r.text for r in first.rejected] == ["Has a dog named Rex"]
+    assert "Rex" in first.rejected[0].reason
+
+    second = memory.write(SEP, date="2024-09-03", session="s-sep")
+    assert [(r.old_text, r.new_text, r.stage) for r in second.retired] == [
+        ("Lives in Portland", "Lives in a hot desert region", "stage2")]
+    assert "desert" in second.retired[0].reason
+    if server.supports_logprobs:
+        assert second.retired[0].still_true_probability == pytest.approx(0.1, abs=0.02)
+    else:  # a bare Yes/No cannot flag generously: every pair goes straight to stage 2
+        assert second.retired[0].still_true_probability is None
+        assert server.chat_requests("stage1") == []
+    assert [(e.old_text, e.new_text) for e in second.expired] == [
+        ("Is on the train to work", "Is making coffee before work")]
+
+    current = {f.text: f for f in memory.current()}
+    assert set(current) == {"Lives in a hot desert region", "Is making coffee before work",
+                            "Does not mind the rain", "Works at a bakery"}
+    assert current["Lives in a hot desert region"].inferred
+    history = {e.fact.text: e for e in memory.history()}
+    portland = history["Lives in Portland"]
+    assert portland.fact.status is FactStatus.RETIRED
+    assert [(link.session_id, link.stage) for link in portland.replaced_by] == [("s-sep", "stage2")]
+    assert history["Is on the train to work"].fact.status is FactStatus.EXPIRED
+
+
+def test_context_lists_current_state_and_what_stopped_being_true(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    context = memory.context()
+    now, past = context.split("No longer true (kept for history):")
+    assert now.startswith("What is true about the user now (most recent first):")
+    assert "- [2024-09-03] Lives in a hot desert region (inferred)" in now
+    assert "Portland" not in now
+    assert "- Lives in Portland (from 2024-02-10) -> since 2024-09-03: Lives in a hot desert region" in past
+    assert now.index("desert region") < now.index("Works at a bakery")
+
+
+def test_repeating_a_fact_confirms_it_instead_of_duplicating(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    report = memory.write(["Honestly loving the desert life."], date="2024-10-01", session="s-oct")
+    assert report.added == ()
+    assert [c.text for c in report.confirmed] == ["Lives in a hot desert region"]
+    desert = [f for f in memory.current() if f.topic == "location"]
+    assert len(desert) == 1 and desert[0].confirmed_in == ("s-oct",)
+
+
+def test_explicit_career_change_retires_the_old_job(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    report = memory.write(["I quit the bakery, I now work as a nurse."], date="2024-03-01", session="s-mar")
+    assert [(r.old_text, r.new_text) for r in report.retired] == [("Works at a bakery", "Works as a nurse")]
+    assert [f.text for f in memory.current() if f.topic == "job"] == ["Works as a nurse"]
+
+
+def test_rewriting_a_session_changes_nothing_and_calls_no_model(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    before = memory.export().canonical()
+    calls_before = len(llamacpp_server.requests)
+    again = memory.write(FEB, date="2024-02-10", session="s-feb")
+    assert again.already_written and again.added == ()
+    assert len(llamacpp_server.requests) == calls_before
+    assert memory.export().canonical() == before
+
+
+def test_premise_notes_and_ask_warn_about_an_outdated_assumption(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    notes = memory.premise_notes("Any good rainy-day activities in Portland this weekend?")
+    assert len(notes) == 1
+    assert "Lives in Portland" in notes[0] and "since 2024-09-03: Lives in a hot desert region" in notes[0]
+    assert memory.premise_notes("What should I cook tonight?") == []
+
+    answer = memory.ask("Any good rainy-day activities in Portland this weekend?")
+    assert answer.text == "(scripted answer)"
+    assert answer.premise_notes == tuple(notes)
+    system_prompt = llamacpp_server.chat_requests("answer")[-1].system_message
+    assert "Premise notes" in system_prompt and "Lives in a hot desert region" in system_prompt
+    assert answer.usage.by_purpose["answer"].calls == 1
+    assert answer.usage.by_purpose["premise"].calls >= 1
+
+
+def test_ask_sends_its_reply_bound_and_refuses_a_bad_one(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.ask("What should I cook tonight?")
+    assert llamacpp_server.chat_requests("answer")[-1].max_tokens == 400
+    memory.ask("What should I cook tonight?", max_tokens=48)
+    assert llamacpp_server.chat_requests("answer")[-1].max_tokens == 48
+    sent = len(llamacpp_server.requests)
+    for bad in (0, -5, True, 2.5):
+        with pytest.raises(InvalidInputError, match="max_tokens"):
+            memory.ask("What should I cook tonight?", max_tokens=bad)  # type: ignore[arg-type]
+    assert len(llamacpp_server.requests) == sent
+
+
+def test_facts_copied_from_the_prompts_example_are_dropped_and_unsourced_statements_kept_as_inferred(
+    embedder: LocalEmbedder, store: Store
+) -> None:
+    example = EXAMPLE_ANSWER.facts[0].text
+    reworded = " ".join(reversed(example.split()))  # the example's words in another order
+    said = "Spent the whole weekend repainting the hallway a pale green."
+    asked = "Explain how a heat pump works."
+    rules = [Rule(purpose="extraction", contains="repainting", reply=Reply.json({"facts": [
+        fact(example.upper(), "job"),  # the prompt's worked example, copied: the user never said it
+        fact(reworded, "job"),
+        fact("Repainted the hallway pale green", "home"),
+        fact("Works as a carpenter", "job"),  # stated, but in none of the user's words
+        fact("Asks how heat pumps work", "interest"),  # only the impersonal request could have said it
+    ]})), *scenario_rules()]
+    with ScriptedLLMServer(rules, **SERVERS["llamacpp_like"]) as scripted:
+        memory = memory_for(scripted, embedder, store)
+        report = memory.write([said, asked], date="2024-03-02", session="s-paint")
+        extraction_request = scripted.chat_requests("extraction")[-1]
+    assert [(r.text, r.reason) for r in report.rejected] == [
+        (example.upper(), "copied from the prompt's example"), (reworded, "copied from the prompt's example"),
+        ("Asks how heat pumps work", "from a request that says nothing about the user")]
+    assert sorted((a.text, a.inferred) for a in report.added) == [
+        ("Repainted the hallway pale green", False), ("Works as a carpenter", True)]
+    # The example reaches the model as an earlier exchange, before the user's own messages.
+    assert example in json.dumps(extraction_request.messages[:-1]) and said in extraction_request.last_user_message
+
+
+def test_forgetting_the_new_fact_does_not_revive_the_old_one(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, tmp_path: Path
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    found = memory.find("hot desert region", k=3)
+    assert found[0].fact.text == "Lives in a hot desert region"
+    report = memory.forget_about("lives in a hot desert region", threshold=0.9)
+    assert report.forgotten == ("Lives in a hot desert region",)
+    assert report.redacted_messages == 1
+    assert "desert" not in memory.context().split("No longer true")[0]
+    assert all(f.topic != "location" for f in memory.current())
+    portland = next(e for e in memory.history() if e.fact.text == "Lives in Portland")
+    assert portland.fact.status is FactStatus.RETIRED
+    assert all("desert" not in e.fact.text for e in memory.history())
+    saved = memory.save(tmp_path / "export.json").read_text()
+    assert "desert" not in saved and "scorpion" not in saved
+    assert_no_trace(store, memory.user, ["desert", "scorpion"])
+
+
+def assert_no_trace(store: Store, user_id: str, needles: list[str]) -> None:
+    """Scan every stored property of the user's nodes and their edges for the forgotten words.
+
+    The embedded file holds only this test's user; the shared Neo4j holds other tests' users
+    (with the same scenario), so the scan there covers every node carrying this user's id.
+    """
+    if isinstance(store, EmbeddedStore):
+        assert store.path is not None
+        raw = store.path.read_text(encoding="utf-8").lower()
+        for needle in needles:
+            assert needle not in raw
+        return
+    import neo4j
+
+    from lastknown_graph.store import Neo4jStore
+
+    assert isinstance(store, Neo4jStore)
+    with neo4j.GraphDatabase.driver(store.uri, auth=("neo4j", "unused")) as driver:
+        records, _, _ = driver.execute_query(
+            "MATCH (n) WHERE n.user_id = $user OR (n:User AND n.id = $user) RETURN properties(n) AS p "
+            "UNION ALL MATCH (a)-[r]-(b) WHERE a.user_id = $user OR (a:User AND a.id = $user) "
+            "RETURN properties(r) AS p",
+            user=user_id)
+    assert len(records) > 10, "the scan found too little to be meaningful"
+    dump = json.dumps([r["p"] for r in records], default=str).lower()
+    for needle in needles:
+        assert needle not in dump
+
+
+def test_save_and_load_round_trip(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, tmp_path: Path
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    path = memory.save(tmp_path / "alice.json")
+    loaded = Memory.load(path, memory.llm, embedder)
+    assert loaded.user == memory.user
+    assert loaded.context() == memory.context()
+    assert [e.kind for e in loaded.timeline()] == [e.kind for e in memory.timeline()]
+
+
+def test_as_of_and_timeline(llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    assert "Lives in Portland" in {f.text for f in memory.as_of("2024-05-01")}
+    assert "Lives in Portland" not in {f.text for f in memory.as_of("2024-09-03")}
+    kinds = [(e.kind.value, e.fact_text) for e in memory.timeline()]
+    assert ("retired", "Lives in Portland") in kinds and ("expired", "Is on the train to work") in kinds
+    assert kinds.index(("retired", "Lives in Portland")) > kinds.index(("added", "Lives in Portland"))
+
+
+def test_only_user_turns_are_read(llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    conversation = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": FEB[0]},
+        {"role": "assistant", "content": "Portland sounds lovely! Do you like Seattle too?"},
+    ]
+    report = memory.write(conversation, date="2024-02-10", session="s-1")
+    assert report.messages_stored == 1
+    extraction = llamacpp_server.chat_requests("extraction")[-1].last_user_message
+    assert "Seattle" not in extraction and "Portland for years" in extraction
+    stored = memory.export().messages
+    assert [m.text for m in stored] == [FEB[0]]
+
+
+@pytest.mark.parametrize(
+    ("messages", "date", "session"),
+    [
+        ([], "2024-01-01", "s"),
+        (["   "], "2024-01-01", "s"),
+        ("not a list", "2024-01-01", "s"),
+        (["hi"], "2024-13-45", "s"),
+        (["hi"], "2999-01-01", "s"),
+        (["hi"], "2024-01-01", " bad "),
+        (["bad\x00byte"], "2024-01-01", "s"),
+        ([{"role": "user", "content": 5}], "2024-01-01", "s"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_is_stored(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store,
+    messages: Any, date: str, session: str,
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    with pytest.raises(InvalidInputError):
+        memory.write(messages, date=date, session=session)
+    assert memory.current() == []
+    assert llamacpp_server.chat_requests("extraction") == []
+
+
+@pytest.mark.parametrize("failing_purpose", ["extraction", "stage1", "stage2"])
+def test_an_llm_failure_mid_write_leaves_memory_exactly_as_it_was(
+    embedder: LocalEmbedder, store: Store, failing_purpose: str
+) -> None:
+    from lastknown_graph.llm import LLMUnavailableError
+
+    with ScriptedLLMServer(scenario_rules(), **SERVERS["llamacpp_like"]) as healthy:
+        memory = memory_for(healthy, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+    before = memory.export().canonical()
+    failing = [Rule(purpose=failing_purpose, reply=Reply.failure(503, "overloaded")), *scenario_rules()]
+    with ScriptedLLMServer(failing, **SERVERS["llamacpp_like"]) as broken:
+        memory.llm = LLM(base_url=broken.base_url, model="scripted", api_key="x", backoff_s=0.001, max_retries=1)
+        with pytest.raises(LLMUnavailableError, match=re.escape(broken.base_url)):
+            memory.write(SEP, date="2024-09-03", session="s-sep")
+        assert len(broken.chat_requests(failing_purpose)) == 2
+    assert memory.export().canonical() == before
+    assert not memory.store.session_exists(memory.user, "s-sep")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("location", "location"), ("Current Activity", "current_activity"), ("diet/food", "diet_food"),
+     ("i_work_at_a_bakery_downtown.", ""), ("42", ""), ("", "")],
+)
+def test_topics_are_short_snake_case_attribute_names(raw: str, expected: str) -> None:
+    from lastknown_graph.pipeline.write import topic_key
+
+    assert topic_key(raw) == expected
+
+
+
+def test_a_near_repeat_that_negates_retires_instead_of_confirming(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(["I'm allergic to peanuts."], date="2024-01-05", session="s-1")
+    report = memory.write(["Good news, I outgrew it!"], date="2024-06-01", session="s-2")
+    assert report.confirmed == ()
+    assert [(r.old_text, r.new_text) for r in report.retired] == [
+        ("Is allergic to peanuts", "Is no longer allergic to peanuts")]
+    assert [f.text for f in memory.current()] == ["Is no longer allergic to peanuts"]
+    assert len(llamacpp_server.chat_requests("stage1")) == 1  # judged once, not again in the candidate loop
+
+
+def test_a_conversation_dated_before_a_fact_cannot_retire_it(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    report = memory.write(FEB, date="2024-02-10", session="s-feb")
+    assert report.retired == () and report.expired == ()
+    desert = next(f for f in memory.current() if f.text == "Lives in a hot desert region")
+    assert desert.valid_to is None
+    assert all(f.valid_to is None or f.valid_to >= f.valid_from for f in (e.fact for e in memory.history()))
+
+
+def test_forgetting_redacts_retirement_reasons_decided_from_the_forgotten_words(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    from lastknown_graph.store.records import REDACTED_REASON
+
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    coffee = next(f for f in memory.current() if f.text == "Is making coffee before work")
+    memory.forget([coffee.id])
+    portland = next(e for e in memory.history() if e.fact.text == "Lives in Portland")
+    assert [link.reason for link in portland.replaced_by] == [REDACTED_REASON]
+    assert "Scorpions" not in memory.export().model_dump_json()
+    assert_no_trace(store, memory.user, ["scorpions and dry heat"])
+
+
+def test_forget_by_id_and_bad_forget_arguments(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    rain = next(f for f in memory.current() if f.text == "Does not mind the rain")
+    report = memory.forget([rain.id, "fact-unknown"])
+    assert report.forgotten == ("Does not mind the rain",) and report.fact_ids == (rain.id,)
+    assert rain.id not in {f.id for f in memory.current()}
+    for bad_ids in ("a-string", [""], [None]):
+        with pytest.raises(InvalidInputError):
+            memory.forget(bad_ids)  # type: ignore[arg-type]
+    for bad_threshold in (0.0, 1.5, True):
+        with pytest.raises(InvalidInputError):
+            memory.forget_about("rain", threshold=bad_threshold)
+    assert len(memory.current()) == 3
+
+
+class RacingStore:
+    """A real store whose first apply() lets another writer retire a fact first (a lost race)."""
+
+    def __init__(self, inner: Store, rival: Any) -> None:
+        self._inner, self._rival, self.raced = inner, rival, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def apply(self, change: Any) -> Any:
+        if not self.raced:
+            self.raced = True
+            self._inner.apply(self._rival)
+        return self._inner.apply(change)
+
+
+def test_a_write_that_loses_a_race_is_planned_again_against_the_new_state(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    from datetime import date as day
+
+    from tests.builders import SessionBuilder
+
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    portland = next(f for f in memory.current() if f.text == "Lives in Portland")
+    rival = SessionBuilder(memory.user, "s-rival", day(2024, 9, 1))
+    seattle = rival.fact("Lives in Seattle", "location", tuple(embedder.embed(["Lives in Seattle"])[0]))
+    rival.retire(portland.id, seattle, reason="moved to Seattle")
+    memory.store = RacingStore(store, rival.build())  # type: ignore[assignment]
+
+    report = memory.write(SEP, date="2024-09-03", session="s-sep")
+    # feb, then sep once: planning sep again after the lost race reuses its extraction
+    assert len(llamacpp_server.chat_requests("extraction")) == 2
+    assert report.usage.by_purpose["extraction"].calls == 1
+    assert all(r.old_text != "Lives in Portland" for r in report.retired)
+    links = next(e for e in memory.history() if e.fact.id == portland.id).replaced_by
+    assert [(link.fact_text, link.session_id) for link in links] == [("Lives in Seattle", "s-rival")]
+    assert memory.store.session_exists(memory.user, "s-sep")
+
+
+def test_forgetting_a_fact_whose_extraction_cited_no_message_redacts_only_its_own_turn(
+    embedder: LocalEmbedder, store: Store
+) -> None:
+    uncited = [Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
+        {"text": "Works at a bakery", "topic": "job", "kind": "state", "inferred": False},
+        {"text": "Lives in Portland", "topic": "location", "kind": "state", "inferred": False},
+    ]})), *scenario_rules()]
+    with ScriptedLLMServer(uncited, **SERVERS["llamacpp_like"]) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+    bakery = next(f for f in memory.current() if f.text == "Works at a bakery")
+    report = memory.forget([bakery.id])
+    assert report.redacted_messages == 1
+    kept = {m.text for m in memory.export().messages if not m.redacted}
+    assert kept == set(FEB[:2])
+
+
+def test_a_conversation_written_after_a_later_one_is_stored_as_already_overtaken(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    """September is written first, February arrives late: Portland was true from February until September."""
+    memory = memory_for(llamacpp_server, embedder, store)
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    report = memory.write(FEB, date="2024-02-10", session="s-feb")
+    assert [(o.text, o.by_text, o.until.isoformat()) for o in report.overtaken] == [
+        ("Lives in Portland", "Lives in a hot desert region", "2024-09-03")]
+    locations = {e.fact.text: e.fact for e in memory.history() if e.fact.topic == "location"}
+    assert locations["Lives in Portland"].status is FactStatus.RETIRED
+    assert [f.text for f in memory.current() if f.topic == "location"] == ["Lives in a hot desert region"]
+    assert "Lives in Portland" in {f.text for f in memory.as_of("2024-05-01")}
+    assert "Lives in Portland" not in {f.text for f in memory.as_of("2024-09-03")}
+    # Written in date order the graph says the same about where the user lives and since when.
+    in_order = memory_for(llamacpp_server, embedder, store)
+    in_order.write(FEB, date="2024-02-10", session="s-feb")
+    in_order.write(SEP, date="2024-09-03", session="s-sep")
+
+    def location_story(m: Memory) -> list[tuple[str, str, str | None, str]]:
+        return sorted((e.fact.text, e.fact.valid_from.isoformat(),
+                       e.fact.valid_to.isoformat() if e.fact.valid_to else None, e.fact.status.value)
+                      for e in m.history() if e.fact.topic == "location")
+
+    assert location_story(memory) == location_story(in_order)

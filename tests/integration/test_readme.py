@@ -1,0 +1,72 @@
+"""The README's Python example runs as written, against the scripted server (a test double)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from lastknown_graph.demo import scripted_rules
+from lastknown_graph.testing.scripted_server import ScriptedLLMServer
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+
+
+def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    [example] = python_blocks()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LASTKNOWN_NEO4J_URI", raising=False)
+    monkeypatch.setenv("LASTKNOWN_EMBEDDED_PATH", str(tmp_path / "memory.json"))
+    with ScriptedLLMServer(scripted_rules(), supports_json_schema=False) as server:
+        monkeypatch.setenv("LASTKNOWN_BASE_URL", server.base_url)
+        monkeypatch.setenv("LASTKNOWN_MODEL", "scripted")
+        monkeypatch.setenv("LASTKNOWN_API_KEY", "x")
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(example, str(README), "exec"), {})
+    output = printed.getvalue()
+    assert "retired: Lives in Portland -> Lives in a hot desert region" in output
+    assert "No longer true (kept for history):" in output
+    assert "Lives in Portland" in output.split("No longer true")[1]
+    assert (tmp_path / "alice.json").is_file()
+    assert (tmp_path / "memory.json").is_file()
+
+
+def cli_examples() -> list[str]:
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    return [line for block in blocks for line in block.splitlines() if line.startswith("lastknown ")]
+
+
+def test_readme_command_line_examples_run_as_written(tmp_path: Path) -> None:
+    import json
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    examples = cli_examples()
+    assert len(examples) == 4
+    script = shutil.which("lastknown") or str(Path(sys.executable).parent / "lastknown")
+    with ScriptedLLMServer(scripted_rules(), supports_json_schema=False, embedding_dimension=384) as server:
+        env = {k: v for k, v in os.environ.items() if k != "LASTKNOWN_NEO4J_URI"}
+        env |= {"LASTKNOWN_BASE_URL": server.base_url, "LASTKNOWN_MODEL": "scripted", "LASTKNOWN_API_KEY": "x",
+                "LASTKNOWN_EMBEDDER": "api", "LASTKNOWN_EMBED_MODEL": "scripted",
+                "LASTKNOWN_EMBEDDED_PATH": str(tmp_path / "memory.json")}
+        outputs = []
+        for example in examples:
+            result = subprocess.run([script, *shlex.split(example)[1:]], capture_output=True, text=True, env=env,
+                                    timeout=120, check=False)
+            assert result.returncode == 0, f"{example}: {result.stderr[-1000:]}"
+            outputs.append(result.stdout)
+    context, timeline = outputs[2], json.loads(outputs[3])
+    assert "Lives in a hot desert region" in context.split("No longer true")[0]
+    assert "Lives in Portland" in context.split("No longer true")[1]
+    assert "retired" in json.dumps(timeline)

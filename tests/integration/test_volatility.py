@@ -1,0 +1,227 @@
+"""Volatility priors: data per Memory, guiding the checks without ever blocking an explicit change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from lastknown_graph.domain.volatility import (
+    DEFAULT_PRIORS,
+    MIN_FRESHNESS,
+    VolatilityPriors,
+    candidate_budget,
+    freshness,
+    stage1_flag_bar,
+)
+from lastknown_graph.embedders import LocalEmbedder
+from lastknown_graph.llm import LLM
+from lastknown_graph.memory import Memory
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+
+
+def test_defaults_match_the_documented_table_and_unknown_domains_are_middling() -> None:
+    priors = VolatilityPriors()
+    assert priors.of("personality_trait") == 0.05 and priors.of("transient_fact") == 0.95
+    assert priors.of("location") == 0.60
+    assert priors.of("made_up") == 0.5 and priors.of(None) == 0.5
+    assert priors.known("made_up") is None and priors.known("location") == "location"
+    assert priors.domains()[0] == "personality_trait" and priors.domains()[-1] == "transient_fact"
+
+
+def test_with_domains_returns_a_copy_and_validates() -> None:
+    base = VolatilityPriors()
+    custom = base.with_domains(medication=0.2, location=0.9)
+    assert custom.of("medication") == 0.2 and custom.of("location") == 0.9
+    assert base.of("location") == 0.60 and base.known("medication") is None
+    assert DEFAULT_PRIORS["location"] == 0.60
+    for bad in ({"Bad Name": 0.1}, {"x": 1.5}, {"x": True}, {"x": "0.3"}):
+        with pytest.raises(ValueError):
+            base.with_domains(**bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        custom.table["location"] = 0.1  # type: ignore[index]
+
+
+def test_volatile_domains_are_flagged_more_readily_and_checked_more_widely() -> None:
+    assert stage1_flag_bar(0.05) < stage1_flag_bar(0.6) < stage1_flag_bar(0.95)
+    assert stage1_flag_bar(0.0) == pytest.approx(0.60) and stage1_flag_bar(1.0) == pytest.approx(0.95)
+    assert candidate_budget(0.05) == 6 and candidate_budget(0.5) == 8 and candidate_budget(1.0) == 10
+
+
+def test_freshness_fades_with_age_times_volatility_but_never_below_the_floor() -> None:
+    assert freshness(0, 0.9) == 1.0 and freshness(400, 0.0) == 1.0
+    assert freshness(30, 1.0) == pytest.approx(MIN_FRESHNESS + (1 - MIN_FRESHNESS) / 2)
+    assert freshness(100, 0.9) < freshness(100, 0.1) < 1.0
+    assert freshness(10_000, 1.0) >= MIN_FRESHNESS
+
+
+def _fact(text: str, topic: str, domain: str, inferred: bool = False) -> dict[str, Any]:
+    return {"text": text, "topic": topic, "kind": "state", "inferred": inferred, "evidence": [0], "domain": domain}
+
+
+RULES = [
+    Rule(purpose="extraction", contains="I'm an introvert", reply=Reply.json({"facts": [
+        _fact("Is an introvert", "sociability", "personality_trait")]})),
+    Rule(purpose="extraction", contains="party every weekend", reply=Reply.json({"facts": [
+        _fact("Goes to a party every weekend", "sociability", "current_task", inferred=True)]})),
+    Rule(purpose="extraction", contains="changed careers", reply=Reply.json({"facts": [
+        _fact("Works as a nurse", "job", "professional_context")]})),
+    Rule(purpose="extraction", contains="accountant", reply=Reply.json({"facts": [
+        _fact("Works as an accountant", "job", "biographical")]})),
+    Rule(purpose="stage1", contains=["accountant", "nurse"], reply=still_true(0.04)),
+    # The same middling stage-1 answer for the same pair, whatever the domain.
+    Rule(purpose="stage1", reply=still_true(0.7)),
+    Rule(purpose="stage2", reply=Reply.json({"reasoning": "Weekly parties contradict being an introvert.",
+                                             "verdict": "no_longer_true"})),
+]
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedLLMServer]:
+    with ScriptedLLMServer(RULES, supports_json_schema=False) as scripted:
+        yield scripted
+
+
+def test_two_memories_with_different_priors_in_one_process_do_not_interfere(
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Any
+) -> None:
+    from tests.builders import new_user
+
+    llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
+    stable = Memory(llm, embedder, user=new_user("stable"), store=store)
+    # This deployment thinks personality changes fast: P(still true) = 0.7 is below its bar.
+    flighty = Memory(llm, embedder, user=new_user("flighty"), store=store,
+                     priors=VolatilityPriors().with_domains(personality_trait=0.9))
+    for memory in (stable, flighty):
+        memory.write(["I'm an introvert, honestly."], date="2024-01-01", session="s-1")
+    kept = stable.write(["I go to a party every weekend now."], date="2024-02-01", session="s-2")
+    changed = flighty.write(["I go to a party every weekend now."], date="2024-02-01", session="s-2")
+
+    assert kept.retired == () and [k.stage for k in kept.kept] == ["stage1"]
+    assert [(r.old_text, r.stage) for r in changed.retired] == [("Is an introvert", "stage2")]
+    assert stable.priors.of("personality_trait") == 0.05
+    assert {f.domain for f in stable.current()} == {"personality_trait", "current_task"}
+    assert len(server.chat_requests("stage2")) == 1
+    extraction_prompt = server.chat_requests("extraction")[0].messages[0]["content"]
+    assert "personality_trait" in extraction_prompt and "transient_fact" in extraction_prompt
+
+
+def test_an_explicit_change_retires_even_the_most_stable_domain_on_first_statement(
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Any
+) -> None:
+    from tests.builders import new_user
+
+    llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
+    memory = Memory(llm, embedder, user=new_user("career"), store=store,
+                    priors=VolatilityPriors().with_domains(biographical=0.0))
+    memory.write(["I'm an accountant."], date="2024-01-01", session="s-1")
+    report = memory.write(["I changed careers and now work as a nurse."], date="2024-03-01", session="s-2")
+    assert [(r.old_text, r.new_text) for r in report.retired] == [("Works as an accountant", "Works as a nurse")]
+
+
+BLIP_RULES = [
+    Rule(purpose="extraction", contains="thorough", reply=Reply.json({"facts": [
+        _fact("Prefers thorough explanations", "answer_style", "core_preference")]})),
+    Rule(purpose="extraction", contains="short replies", reply=Reply.json({"facts": [
+        _fact("Likes short replies", "answer_style", "core_preference", inferred=True)]})),
+    Rule(purpose="extraction", contains="brief", reply=Reply.json({"facts": [
+        _fact("Wants brief answers", "answer_style", "core_preference", inferred=True)]})),
+    Rule(purpose="stage1", contains="Prefers thorough", reply=still_true(0.1)),
+    Rule(purpose="stage1", reply=still_true(0.97)),
+    Rule(purpose="stage2", reply=Reply.json({"reasoning": "Short answers contradict a taste for thorough ones.",
+                                             "verdict": "no_longer_true"})),
+]
+
+
+def test_a_confirmed_preference_resists_one_inferred_blip_and_yields_to_accumulated_evidence(
+    embedder: LocalEmbedder, store: Any
+) -> None:
+    from tests.builders import new_user
+
+    with ScriptedLLMServer(BLIP_RULES, supports_json_schema=False) as scripted:
+        llm = LLM(base_url=scripted.base_url, model="scripted", api_key="x", backoff_s=0.001)
+        memory = Memory(llm, embedder, user=new_user("prefs"), store=store)
+        for n, day in enumerate(("2024-01-01", "2024-02-01", "2024-03-01")):
+            memory.write(["Please be thorough, I like detail."], date=day, session=f"s-{n}")
+        [thorough] = memory.current()
+        assert len(thorough.confirmed_in) == 2
+
+        blip = memory.write(["really like short replies, by the way"], date="2024-04-01", session="s-blip")
+        assert blip.retired == () and blip.added == ()
+        [disputed] = blip.disputed
+        assert (disputed.old_text, disputed.new_text, disputed.evidence, disputed.evidence_needed) == (
+            "Prefers thorough explanations", "Likes short replies", 1, 2)
+        assert [f.text for f in memory.current()] == ["Prefers thorough explanations"]
+        assert "Likes short replies" not in memory.context()
+        evidence = next(e for e in memory.history() if e.fact.id == thorough.id).evidence_against
+        assert [link.fact_text for link in evidence] == ["Likes short replies"]
+
+        more = memory.write(["keep it brief please"], date="2024-05-01", session="s-more")
+        assert [(r.old_text, r.new_text, r.stage) for r in more.retired] == [
+            ("Prefers thorough explanations", "Wants brief answers", "evidence")]
+        assert [f.text for f in memory.current()] == ["Wants brief answers"]
+
+        telemetry = {t.domain: t for t in memory.telemetry()}
+        preference = telemetry["core_preference"]
+        assert (preference.facts_added, preference.confirmations, preference.checks, preference.flagged_at_stage1,
+                preference.retired_at_stage2, preference.retired_by_evidence, preference.evidence_logged) == (
+            2, 2, 2, 2, 0, 1, 1)
+        assert_cypher_telemetry_agrees(store, memory)
+
+
+def assert_cypher_telemetry_agrees(store: Any, memory: Memory) -> None:
+    """cypher/domain_telemetry.cypher gives Neo4j Browser users the numbers Memory.telemetry() gives."""
+    from lastknown_graph.store import Neo4jStore
+    from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
+
+    if not isinstance(store, Neo4jStore):
+        return
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(store.uri, auth=("neo4j", "unused")) as driver:
+        records, _, _ = driver.execute_query(CypherLibrary().get("domain_telemetry").text, user_id=memory.user)
+    assert [record.data() for record in records] == [t.model_dump() for t in memory.telemetry()]
+
+
+
+CHANGES = {
+    "berlin_to_paris": (
+        ["I live in Berlin."], _fact("Lives in Berlin", "location", "location"),
+        ["I moved to Paris last month."], _fact("Lives in Paris", "location", "location"),
+    ),
+    "mood_great_to_stressed": (
+        ["Feeling great today!"], _fact("Feels great", "mood", "emotional_context"),
+        ["Honestly I'm so stressed right now."], _fact("Feels stressed", "mood", "emotional_context"),
+    ),
+    "explicit_preference_change": (
+        ["Keep answers short, please."], _fact("Prefers short answers", "answer_style", "core_preference"),
+        ["I now prefer long, detailed explanations."],
+        _fact("Prefers long, detailed explanations", "answer_style", "core_preference"),
+    ),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_changes_in_any_domain_update_the_memory(change: str, embedder: LocalEmbedder, store: Any) -> None:
+    from tests.builders import new_user
+
+    old_words, old_fact, new_words, new_fact = CHANGES[change]
+    rules = [
+        Rule(purpose="extraction", contains=old_words[0], reply=Reply.json({"facts": [old_fact]})),
+        Rule(purpose="extraction", contains=new_words[0], reply=Reply.json({"facts": [new_fact]})),
+        Rule(purpose="stage1", contains=[old_fact["text"], new_fact["text"]], reply=still_true(0.05)),
+        Rule(purpose="stage2", reply=Reply.json({"reasoning": "The later statement replaces the earlier one.",
+                                                 "verdict": "no_longer_true"})),
+    ]
+    with ScriptedLLMServer(rules, supports_json_schema=False) as scripted:
+        llm = LLM(base_url=scripted.base_url, model="scripted", api_key="x", backoff_s=0.001)
+        memory = Memory(llm, embedder, user=new_user(change.replace("_", "-")), store=store)
+        # The old fact is said in three sessions: well confirmed, yet an explicit statement must win.
+        for n, day in enumerate(("2024-01-01", "2024-01-08", "2024-01-15")):
+            memory.write(old_words, date=day, session=f"s-{n}")
+        report = memory.write(new_words, date="2024-02-01", session="s-new")
+    assert [(r.old_text, r.new_text, r.stage) for r in report.retired] == [
+        (old_fact["text"], new_fact["text"], "stage2")]
+    assert report.disputed == ()
+    assert [f.text for f in memory.current()] == [new_fact["text"]]

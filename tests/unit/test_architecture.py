@@ -1,0 +1,76 @@
+"""The package's layout is its architecture: the core never reaches into the periphery.
+
+The core (memory, pipeline, prompts, domain, store, llm, embedders, errors) is what a user embeds in an agent; the
+command line, the HTML rendering, the test doubles and the development tools sit around it and may import it,
+never the other way round. Read from the source's import statements, so a new module is checked the day it lands.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "lastknown_graph"
+PERIPHERY = ("cli", "render", "testing", "devtools", "demo")
+# Who may use the periphery's optional parts: the demo runs the scripted model when no endpoint answers, and
+# `lastknown neo4j` hands its arguments to the local Neo4j tool.
+ALLOWED_IMPORTERS = {"testing": {"demo"}, "devtools": {"cli.app"}}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every lastknown_graph module the file imports (relative to the package), at any depth of the file."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found |= {name.removeprefix("lastknown_graph.") for name in names if name.startswith("lastknown_graph.")}
+    return found
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _import_graph() -> dict[str, set[str]]:
+    return {_module_name(path): _imports(path) for path in PACKAGE.rglob("*.py")}
+
+
+def test_the_import_graph_is_read_from_the_source() -> None:
+    graph = _import_graph()
+    # A few edges known to exist: if these are not found, the reader is broken and the checks below prove nothing.
+    assert "domain.models" in graph["memory"]
+    assert any(_top(target) == "testing" for target in graph["demo"])
+    assert "memory" in graph["cli.runtime"]
+
+
+def test_the_core_imports_nothing_from_the_periphery() -> None:
+    offending = {
+        module: sorted(target for target in targets if _top(target) in PERIPHERY)
+        for module, targets in _import_graph().items()
+        if _top(module) not in PERIPHERY
+    }
+    assert {module: targets for module, targets in offending.items() if targets} == {}
+
+
+def test_test_doubles_and_dev_tools_are_used_only_where_allowed() -> None:
+    for part, allowed in ALLOWED_IMPORTERS.items():
+        users = {
+            module for module, targets in _import_graph().items()
+            if _top(module) != part and any(_top(target) == part for target in targets)
+        }
+        assert users <= allowed, f"{part}/ is imported by {sorted(users - allowed)}"
+
+
+def test_the_scripted_server_knows_the_wire_not_the_client() -> None:
+    # It stands in for any OpenAI-compatible server, so it may share the wire's conventions (llm.wire) but not
+    # the client's code: a double built from the client's internals would agree with the client's bugs.
+    assert not {t for t in _import_graph()["testing.scripted_server"] if t.startswith("llm.client")}

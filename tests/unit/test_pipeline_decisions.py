@@ -1,0 +1,204 @@
+"""The pipeline's decisions, with the in-process scripted model: no HTTP, no torch, no JVM.
+
+Every answer below is scripted (``ScriptedModel`` is a test double, not a model): these tests check what the memory
+does with the model's answers (which pairs it asks about, what it retires, keeps, rejects, and that a failing model
+changes nothing), not whether any model answers well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from lastknown_graph import EmbeddedStore, FactStatus, InvalidInputError, LLMUnavailableError, Memory
+from lastknown_graph.llm import ChatModel
+from lastknown_graph.pipeline.context import PAST_HEADING
+from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel, failing
+
+OUTDATED = 0.95  # P(Yes, the newer note may make the older one untrue): stage 1 flags the pair
+UNRELATED = 0.01  # P(Yes) for a pair that has nothing to do with each other: stage 1 keeps the older fact
+
+
+def fact(text: str, topic: str, *, kind: str = "state", inferred: bool = False, evidence: int = 0) -> dict[str, object]:
+    return {"text": text, "topic": topic, "kind": kind, "inferred": inferred, "evidence": [evidence]}
+
+
+class Script:
+    """Scripted answers by purpose: extraction by a word of the conversation, stage 1 and stage 2 per pair."""
+
+    def __init__(self) -> None:
+        self.extractions: dict[str, list[dict[str, object]]] = {}
+        self.outdated: float = OUTDATED
+        self.verdict = "no_longer_true"
+        self.answer = "Yes."
+
+    def __call__(self, call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            for word, facts in self.extractions.items():
+                if word in call.last_user_message:
+                    return {"facts": facts}
+            return {"facts": []}
+        if call.purpose == "stage1":
+            return self.outdated
+        if call.purpose == "stage2":
+            return {"reasoning": "scripted", "verdict": self.verdict}
+        if call.purpose == "premise":
+            return 0.0
+        return self.answer
+
+
+@pytest.fixture
+def script() -> Script:
+    return Script()
+
+
+@pytest.fixture
+def make_memory(script: Script) -> Callable[..., tuple[Memory, ScriptedModel]]:
+    def make(*, logprobs: bool = True, store: EmbeddedStore | None = None) -> tuple[Memory, ScriptedModel]:
+        model = ScriptedModel(script, logprobs=logprobs)
+        return Memory(model, HashedEmbedder(), "ada", store if store is not None else EmbeddedStore(None)), model
+
+    return make
+
+
+def test_the_scripted_model_is_a_chat_model(script: Script) -> None:
+    assert isinstance(ScriptedModel(script), ChatModel)
+
+
+def test_a_new_fact_is_added_from_the_users_words(script: Script, make_memory: Callable[..., tuple]) -> None:
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
+    memory, model = make_memory()
+    report = memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
+    assert [(a.text, a.topic, a.inferred) for a in report.added] == [("Lives in Lyon", "location", False)]
+    assert [f.text for f in memory.current()] == ["Lives in Lyon"]
+    assert [c.purpose for c in model.calls] == ["extraction"]  # nothing to compare with yet
+
+
+def test_a_changed_fact_is_retired_by_stage_two_and_kept_as_history(
+    script: Script, make_memory: Callable[..., tuple]
+) -> None:
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
+    script.extractions["Porto"] = [fact("Lives in Porto", "location")]
+    memory, model = make_memory()
+    memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
+    report = memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
+    retired = [(r.old_text, r.new_text, r.stage) for r in report.retired]
+    assert retired == [("Lives in Lyon", "Lives in Porto", "stage2")]
+    assert [f.text for f in memory.current()] == ["Lives in Porto"]
+    [entry] = [e for e in memory.history() if e.fact.text == "Lives in Lyon"]
+    assert entry.fact.status is FactStatus.RETIRED and [r.fact_text for r in entry.replaced_by] == ["Lives in Porto"]
+    assert [c.purpose for c in model.calls_for("stage1") + model.calls_for("stage2")] == ["stage1", "stage2"]
+    assert "Lives in Lyon" in model.calls_for("stage2")[0].last_user_message
+    assert "Lives in Lyon" in memory.context().split("No longer true")[1]
+
+
+def test_stage_one_keeps_an_unrelated_older_fact_without_asking_stage_two(
+    script: Script, make_memory: Callable[..., tuple]
+) -> None:
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
+    script.extractions["cello"] = [fact("Plays the cello", "hobby")]  # checked: the nearest current fact
+    script.outdated = UNRELATED
+    memory, model = make_memory()
+    memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
+    report = memory.write(["I play the cello on Sundays."], date="2024-06-01", session="s2")
+    assert [(k.text, k.stage) for k in report.kept] == [("Lives in Lyon", "stage1")]
+    assert report.retired == () and model.calls_for("stage2") == []
+    assert sorted(f.text for f in memory.current()) == ["Lives in Lyon", "Plays the cello"]
+
+
+def test_stage_two_can_keep_what_stage_one_flagged(script: Script, make_memory: Callable[..., tuple]) -> None:
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
+    script.extractions["Porto"] = [fact("Lives in Porto", "location")]
+    script.verdict = "still_true"
+    memory, _ = make_memory()
+    memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
+    report = memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
+    assert [(k.text, k.stage) for k in report.kept] == [("Lives in Lyon", "stage2")]
+    assert sorted(f.text for f in memory.current()) == ["Lives in Lyon", "Lives in Porto"]
+
+
+def test_without_logprobs_every_pair_goes_to_stage_two(script: Script, make_memory: Callable[..., tuple]) -> None:
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
+    script.extractions["Porto"] = [fact("Lives in Porto", "location")]
+    script.outdated = UNRELATED  # a bare No: with logprobs this would have kept the older fact at stage 1
+    memory, model = make_memory(logprobs=False)
+    memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
+    report = memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
+    assert model.calls_for("stage1") == [] and len(model.calls_for("stage2")) == 1
+    assert [r.stage for r in report.retired] == ["stage2"]
+
+
+def test_the_same_words_again_confirm_without_any_check(script: Script, make_memory: Callable[..., tuple]) -> None:
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
+    memory, model = make_memory()
+    memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
+    report = memory.write(["Still in Lyon, yes."], date="2024-03-01", session="s2")
+    assert [c.text for c in report.confirmed] == ["Lives in Lyon"] and report.added == ()
+    assert model.calls_for("stage1") == [] and model.calls_for("stage2") == []
+
+
+def test_a_new_moment_expires_the_last_one_on_its_topic_without_a_model_call(
+    script: Script, make_memory: Callable[..., tuple]
+) -> None:
+    script.extractions["train"] = [fact("Is on a train to Lyon", "current_activity", kind="moment")]
+    script.extractions["dentist"] = [fact("Is at the dentist", "current_activity", kind="moment")]
+    memory, model = make_memory()
+    memory.write(["On the train to Lyon right now."], date="2024-01-10", session="s1")
+    report = memory.write(["Sitting at the dentist now."], date="2024-01-11", session="s2")
+    assert [(e.old_text, e.new_text) for e in report.expired] == [("Is on a train to Lyon", "Is at the dentist")]
+    assert model.calls_for("stage1") == [] and model.calls_for("stage2") == []
+
+
+def test_facts_the_user_never_gave_are_rejected_and_nothing_else(
+    script: Script, make_memory: Callable[..., tuple]
+) -> None:
+    script.extractions["Lyon"] = [
+        fact("Lives in Lyon", "location"),
+        fact("Works at Renault", "job"),  # a name the user never wrote
+        fact("Asks how heat pumps work", "interest", evidence=1),  # only an impersonal request could give it
+    ]
+    memory, _ = make_memory()
+    report = memory.write(["I live in Lyon these days.", "Explain how a heat pump works."], date="2024-01-10",
+                          session="s1")
+    assert [a.text for a in report.added] == ["Lives in Lyon"]
+    assert sorted(r.text for r in report.rejected) == ["Asks how heat pumps work", "Works at Renault"]
+
+
+def test_a_failing_model_raises_its_error_and_changes_nothing(script: Script) -> None:
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
+    store = EmbeddedStore(None)
+    Memory(ScriptedModel(script), HashedEmbedder(), "ada", store).write(
+        ["I live in Lyon these days."], date="2024-01-10", session="s1")
+    before = store.export_user("ada").model_dump(exclude={"exported_at"})
+    down = Memory(ScriptedModel(failing(LLMUnavailableError("scripted outage"))), HashedEmbedder(), "ada", store)
+    with pytest.raises(LLMUnavailableError, match="scripted outage"):
+        down.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
+    assert store.export_user("ada").model_dump(exclude={"exported_at"}) == before
+
+
+def test_bad_input_is_refused_before_any_model_call(script: Script, make_memory: Callable[..., tuple]) -> None:
+    memory, model = make_memory()
+    with pytest.raises(InvalidInputError):
+        memory.write([], date="2024-01-10", session="s1")
+    with pytest.raises(InvalidInputError):
+        memory.write(["Hello"], date="not a date", session="s1")
+    assert model.calls == []
+
+
+def test_ask_answers_from_the_current_state_and_shows_what_stopped_being_true(
+    script: Script, make_memory: Callable[..., tuple]
+) -> None:
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
+    script.extractions["Porto"] = [fact("Lives in Porto", "location")]
+    script.answer = "No, you live in Porto now."
+    memory, model = make_memory()
+    memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
+    memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
+    answer = memory.ask("Do I still live in Lyon?")
+    assert answer.text == "No, you live in Porto now."
+    [call] = model.calls_for("answer")
+    system = call.messages[0]["content"]
+    now, past = system.split(PAST_HEADING)
+    assert "Lives in Porto" in now and "Lives in Lyon" not in now and "Lives in Lyon" in past
+    assert call.last_user_message == "Do I still live in Lyon?"
