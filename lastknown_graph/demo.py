@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from lastknown_graph.config import load_settings
 from lastknown_graph.domain.reports import WriteReport
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.errors import LastknownError
@@ -89,10 +89,10 @@ def endpoint_answers(base_url: str, api_key: str) -> bool:
 
 @contextlib.contextmanager
 def chosen_llm(force_scripted: bool) -> Iterator[tuple[LLM, str]]:
-    base_url = os.environ.get("LASTKNOWN_BASE_URL", "http://localhost:8000/v1")
-    api_key = os.environ.get("LASTKNOWN_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    env = load_settings()
+    base_url, api_key = env.model_base_url, env.model_api_key
     if not force_scripted and endpoint_answers(base_url, api_key):
-        llm = LLM()
+        llm = LLM(settings=env)
         yield llm, f"model {llm.model!r} at {llm.base_url}"
         return
     if not force_scripted:
@@ -119,7 +119,7 @@ def show_write(report: WriteReport, label: str) -> None:
 
 
 def demo_store(path: Path) -> Store:
-    if os.environ.get("LASTKNOWN_NEO4J_URI"):
+    if load_settings().neo4j_uri:
         return Neo4jStore()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)

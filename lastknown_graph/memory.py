@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.domain.models import (
     DomainTelemetry,
     Fact,
@@ -53,12 +53,12 @@ FIND_POOL_FACTOR = 3
 FIND_MIN_POOL = 20
 
 
-def default_store() -> Store:
+def default_store(settings: Settings | None = None) -> Store:
     """Neo4j when ``LASTKNOWN_NEO4J_URI`` is set, else the embedded store at ``LASTKNOWN_EMBEDDED_PATH``."""
-    if os.environ.get("LASTKNOWN_NEO4J_URI"):
-        return Neo4jStore()
-    path = os.environ.get("LASTKNOWN_EMBEDDED_PATH") or str(Path.home() / ".lastknown" / "memory.json")
-    return EmbeddedStore(path)
+    env = settings or load_settings()
+    if env.neo4j_uri:
+        return Neo4jStore(settings=env)
+    return EmbeddedStore(env.store_file)
 
 
 def usage_report(meter: UsageMeter) -> UsageReport:

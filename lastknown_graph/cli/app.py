@@ -42,6 +42,7 @@ from lastknown_graph.cli.runtime import (
     resolve_embedder_choice,
 )
 from lastknown_graph.cli.write import run_write
+from lastknown_graph.config import quiet_progress_bars
 
 Handler = Callable[[argparse.Namespace, Runtime], int]
 
@@ -263,7 +264,7 @@ def _configure_logging(verbose: bool) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     if not verbose:
         # sentence-transformers' "Loading weights" bars would break the one-line error contract of stderr.
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        quiet_progress_bars()
 
 
 def _options(args: argparse.Namespace) -> Options:

@@ -8,7 +8,6 @@ so Neo4j itself refuses a file that would write (``write_*``, ``delete_*``, ...)
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
@@ -19,6 +18,7 @@ from neo4j import GraphDatabase
 from neo4j import exceptions as neo4j_errors
 
 from lastknown_graph.cli.runtime import Options, StoreSpec, jsonable
+from lastknown_graph.config import load_settings
 from lastknown_graph.errors import InvalidInputError, StoreError, StoreUnavailableError
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary, Query
 
@@ -157,11 +157,12 @@ def _with_driver(
     spec: StoreSpec, options: Options, name: str,
     action: Callable[[neo4j.Session], tuple[list[str], list[dict[str, Any]]]],
 ) -> tuple[list[str], list[dict[str, Any]]]:
-    user = options.neo4j_user or os.environ.get("LASTKNOWN_NEO4J_USER", "neo4j")
+    env = load_settings()
+    user = options.neo4j_user or env.neo4j_user
     password = options.neo4j_password
     if password is None:
-        password = os.environ.get("LASTKNOWN_NEO4J_PASSWORD", "")
-    database = os.environ.get("LASTKNOWN_NEO4J_DATABASE") or None
+        password = env.neo4j_password.get_secret_value()
+    database = env.neo4j_database
     try:
         driver = GraphDatabase.driver(
             spec.location, auth=(user, password), notifications_min_severity="OFF",

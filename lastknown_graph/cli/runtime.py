@@ -7,7 +7,6 @@ inspected with no model endpoint up and without loading sentence-transformers.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.domain.validation import check_identifier
 from lastknown_graph.embedders import APIEmbedder, Embedder, EmbedderError, LocalEmbedder
 from lastknown_graph.errors import (
@@ -87,18 +87,17 @@ class StoreSpec:
         return f"embedded:{self.path}" if self.kind == "embedded" else self.location
 
 
-def parse_store(value: str | None) -> StoreSpec:
+def parse_store(value: str | None, settings: Settings | None = None) -> StoreSpec:
     """``embedded:PATH``, a path ending in ``.json``, or a bolt:// / neo4j:// URI without credentials.
 
     Without a value: the same store as ``Memory``'s default (``LASTKNOWN_NEO4J_URI`` if set, else the
     embedded file ``LASTKNOWN_EMBEDDED_PATH``, else ``~/.lastknown/memory.json``).
     """
     if value is None:
-        uri = os.environ.get("LASTKNOWN_NEO4J_URI")
-        if uri:
-            return parse_store(uri)
-        path = os.environ.get("LASTKNOWN_EMBEDDED_PATH") or str(Path.home() / ".lastknown" / "memory.json")
-        return StoreSpec("embedded", path)
+        env = settings or load_settings()
+        if env.neo4j_uri:
+            return parse_store(env.neo4j_uri)
+        return StoreSpec("embedded", str(env.store_file))
     if "://" in value:
         parts = urlsplit(value)
         if parts.scheme not in NEO4J_SCHEMES:
@@ -137,8 +136,8 @@ class Options:
     verbose: bool
 
 
-def resolve_embedder_choice(flag: str | None) -> str:
-    choice = flag or os.environ.get("LASTKNOWN_EMBEDDER") or "local"
+def resolve_embedder_choice(flag: str | None, settings: Settings | None = None) -> str:
+    choice = flag or (settings or load_settings()).embedder
     if choice not in EMBEDDERS:
         raise CLIError(f"--embedder / LASTKNOWN_EMBEDDER must be one of {', '.join(EMBEDDERS)}, got {choice!r}",
                        EXIT_USAGE)
@@ -212,7 +211,7 @@ class Runtime:
 
     def redact(self, text: str) -> str:
         """``text`` without the Neo4j password, whatever a driver message might have echoed."""
-        secret = self.options.neo4j_password or os.environ.get("LASTKNOWN_NEO4J_PASSWORD") or ""
+        secret = self.options.neo4j_password or load_settings().neo4j_password.get_secret_value()
         return text.replace(secret, "***") if len(secret) >= 3 else text
 
     def close(self) -> None:

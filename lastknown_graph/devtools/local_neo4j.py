@@ -51,6 +51,8 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from lastknown_graph.config import load_settings
+
 __all__ = [
     "HOST",
     "NEO4J_VERSION",
@@ -102,9 +104,9 @@ class LocalNeo4jError(RuntimeError):
 
 
 def _default_home() -> Path:
-    configured = os.environ.get("LASTKNOWN_NEO4J_HOME")
+    configured = load_settings().neo4j_home
     if configured:
-        return Path(configured).expanduser()
+        return configured.expanduser()
     return Path.home() / ".lastknown" / "neo4j"
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 
 import openai
 
+from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.embedders.protocol import DEFAULT_BATCH_SIZE, EmbedderError, check_texts, check_vectors
 
 
@@ -25,16 +25,15 @@ class APIEmbedder:
         timeout_s: float = 30.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
+        settings: Settings | None = None,
     ) -> None:
-        self._base_url = (
-            base_url
-            or os.environ.get("LASTKNOWN_EMBED_BASE_URL")
-            or os.environ.get("LASTKNOWN_BASE_URL", "http://localhost:8000/v1")
-        )
-        self._model = model or os.environ.get("LASTKNOWN_EMBED_MODEL") or ""
+        """Arguments left out come from ``settings`` (default: the environment's, ``LASTKNOWN_EMBED_*``)."""
+        env = settings or load_settings()
+        self._base_url = base_url or env.embeddings_base_url
+        self._model = model or env.embed_model or ""
         if not self._model:
             raise ValueError("APIEmbedder needs a model name (argument or LASTKNOWN_EMBED_MODEL)")
-        key = api_key or os.environ.get("LASTKNOWN_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        key = api_key or env.model_api_key
         self._client = openai.OpenAI(base_url=self._base_url, api_key=key, timeout=timeout_s, max_retries=0)
         self._dimension = dimension
         self._batch_size = batch_size

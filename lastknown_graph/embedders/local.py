@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.embedders.protocol import DEFAULT_BATCH_SIZE, EmbedderError, check_texts, check_vectors
 
 if TYPE_CHECKING:
@@ -31,9 +31,11 @@ class LocalEmbedder:
     """sentence-transformers on the CPU, loaded from local files only, on first use."""
 
     def __init__(
-        self, model: str | Path | None = None, *, device: str = "cpu", batch_size: int = DEFAULT_BATCH_SIZE
+        self, model: str | Path | None = None, *, device: str = "cpu", batch_size: int = DEFAULT_BATCH_SIZE,
+        settings: Settings | None = None,
     ) -> None:
-        configured = model or os.environ.get("LASTKNOWN_EMBED_MODEL")
+        """``model``: a local model directory; default ``LASTKNOWN_EMBED_MODEL``, else the bundled MiniLM."""
+        configured = model or (settings or load_settings()).embed_model
         self._model_path = Path(configured) if configured else None
         self._device = device
         self._batch_size = batch_size

@@ -12,7 +12,6 @@ import functools
 import json
 import logging
 import math
-import os
 import re
 import threading
 import time
@@ -24,6 +23,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field, ValidationError
 
+from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.llm.errors import LLMError, LLMOutputError, LLMUnavailableError
 from lastknown_graph.llm.json_reading import normalised_token, read_json_object, read_yes_no, strip_thinking
 from lastknown_graph.llm.usage import UsageMeter
@@ -34,8 +34,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
-DEFAULT_BASE_URL = "http://localhost:8000/v1"
-DUMMY_API_KEY = "not-needed"  # local servers ignore the key, but the SDK refuses to start without one
 PROBE_MAX_TOKENS = 16  # '{"ok": true}' fits; acceptance of the request is what the probe measures
 TOP_LOGPROBS = 10  # room for case and leading-space variants of both Yes and No
 SHORT_REPLY_MAX_TOKENS = 3  # one word plus punctuation or a leading space
@@ -45,7 +43,6 @@ RETRYABLE_STATUS = frozenset({408, 429})  # plus every 5xx: the server may answe
 REJECTION_STATUS = frozenset({400, 422})  # "I do not accept this request": adapt the request, never retry as is
 FORMAT_REJECTION_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar", "guided")
 LOGPROB_REJECTION_WORDS = ("logprobs",)
-TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 # llama-cpp-python (0.3.x) answers a request that fails its validation with HTTP 500 and pydantic's
 # message, not 422: such a 500 is a refusal of the request, and asking again would not help.
 _VALIDATION_FAILURE = re.compile(r"\bvalidation errors?\b|literal_error|extra_forbidden", re.IGNORECASE)
@@ -114,10 +111,6 @@ class _YesNoAnswer(BaseModel):
 _PROBE_JSON_MESSAGES = [{"role": "user", "content": 'Reply with this JSON object and nothing else: {"ok": true}'}]
 _PROBE_YES_NO_MESSAGES = [{"role": "user", "content": "Is water wet? Answer with one word: Yes or No."}]
 _PROBE_SYSTEM_MESSAGE = {"role": "system", "content": "You answer questions about the physical world briefly."}
-
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in TRUE_WORDS
 
 
 def _error_detail(exc: openai.APIStatusError) -> str:
@@ -288,15 +281,18 @@ class LLM:
         max_retries: int = 3,
         backoff_s: float = 0.5,
         temperature: float = 0.0,
+        settings: Settings | None = None,
     ) -> None:
+        """Arguments left out come from ``settings`` (default: the environment's, ``LASTKNOWN_*``)."""
         if max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
-        self._base_url = (base_url or os.environ.get("LASTKNOWN_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self._model: str | None = model or os.environ.get("LASTKNOWN_MODEL") or None
-        key = api_key or os.environ.get("LASTKNOWN_API_KEY") or os.environ.get("OPENAI_API_KEY") or DUMMY_API_KEY
-        self._thinking_switch = _env_flag("LASTKNOWN_THINKING_SWITCH") if thinking_switch is None else thinking_switch
+        env = settings or load_settings()
+        self._base_url = (base_url or env.model_base_url).rstrip("/")
+        self._model: str | None = model or env.model or None
+        key = api_key or env.model_api_key
+        self._thinking_switch = env.thinking_switch if thinking_switch is None else thinking_switch
         self._timeout_s = timeout_s
         self._max_retries = max_retries
         self._backoff_s = backoff_s

@@ -8,7 +8,6 @@ serialised inside Neo4j, across processes and machines.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, date, datetime
@@ -19,6 +18,7 @@ import numpy as np
 from neo4j import GraphDatabase, ManagedTransaction
 from neo4j import exceptions as neo4j_errors
 
+from lastknown_graph.config import DEFAULT_NEO4J_URI, Settings, load_settings
 from lastknown_graph.domain.models import (
     CandidateProbe,
     DeletionReport,
@@ -115,11 +115,14 @@ class Neo4jStore:
         cache_settle_ms: int = CACHE_SETTLE_MS,
         library: CypherLibrary | None = None,
         driver: neo4j.Driver | None = None,
+        settings: Settings | None = None,
     ) -> None:
-        self._uri = uri or os.environ.get("LASTKNOWN_NEO4J_URI", "bolt://127.0.0.1:7687")
-        user = user or os.environ.get("LASTKNOWN_NEO4J_USER", "neo4j")
-        password = password if password is not None else os.environ.get("LASTKNOWN_NEO4J_PASSWORD", "")
-        self._database = database or os.environ.get("LASTKNOWN_NEO4J_DATABASE") or None
+        """Connection arguments left out come from ``settings`` (default: the environment's, ``LASTKNOWN_NEO4J_*``)."""
+        env = settings or load_settings()
+        self._uri = uri or env.neo4j_uri or DEFAULT_NEO4J_URI
+        user = user or env.neo4j_user
+        password = password if password is not None else env.neo4j_password.get_secret_value()
+        self._database = database or env.neo4j_database
         self._library = library or CypherLibrary()
         self._exact_scan_max_facts = exact_scan_max_facts
         self._dimension: int | None = None

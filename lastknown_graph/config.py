@@ -1,0 +1,87 @@
+"""Every setting read from the environment, in one place: ``Settings`` (``LASTKNOWN_*`` variables).
+
+Nothing else in the library reads ``os.environ``. Explicit arguments always win: ``LLM(base_url=...)`` ignores
+``LASTKNOWN_BASE_URL``. Secrets are ``SecretStr``, so a printed or logged ``Settings`` shows ``**********``.
+Each ``Settings()`` reads the environment when it is made; nothing is cached at module level.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from lastknown_graph.errors import InvalidInputError
+
+DEFAULT_BASE_URL = "http://localhost:8000/v1"
+DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
+DEFAULT_NEO4J_USER = "neo4j"
+# Keyless local servers (llama.cpp, vLLM, Ollama) accept any key; the OpenAI client insists on one.
+KEYLESS_API_KEY = "not-needed"
+
+
+def default_embedded_path() -> Path:
+    return Path.home() / ".lastknown" / "memory.json"
+
+
+class Settings(BaseSettings):
+    # An empty variable is an unset one (LASTKNOWN_NEO4J_URI= means the embedded store, as before).
+    model_config = SettingsConfigDict(env_prefix="LASTKNOWN_", extra="ignore", frozen=True, env_ignore_empty=True)
+
+    # The model: any OpenAI-compatible endpoint.
+    base_url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("LASTKNOWN_API_KEY",
+                                                                                  "OPENAI_API_KEY"))
+    # Send enable_thinking=false (Qwen3 on vLLM/SGLang); "1", "true", "yes" or "on".
+    thinking_switch: bool = False
+
+    # The embedder: the bundled local model, or an /embeddings endpoint (default: the model's base URL).
+    embedder: Literal["local", "api"] = "local"
+    embed_model: str | None = None
+    embed_base_url: str | None = None
+
+    # The store: Neo4j when a URI is set, else the embedded store's file.
+    neo4j_uri: str | None = None
+    neo4j_user: str = DEFAULT_NEO4J_USER
+    neo4j_password: SecretStr = SecretStr("")
+    neo4j_database: str | None = None
+    embedded_path: Path | None = None
+    # Where `python -m lastknown_graph.devtools.local_neo4j` keeps its server (default: ~/.cache/lastknown/neo4j).
+    neo4j_home: Path | None = None
+
+    @property
+    def model_base_url(self) -> str:
+        return (self.base_url or DEFAULT_BASE_URL).rstrip("/")
+
+    @property
+    def embeddings_base_url(self) -> str:
+        return (self.embed_base_url or self.model_base_url).rstrip("/")
+
+    @property
+    def model_api_key(self) -> str:
+        return self.api_key.get_secret_value() if self.api_key is not None else KEYLESS_API_KEY
+
+    @property
+    def store_file(self) -> Path:
+        return self.embedded_path or default_embedded_path()
+
+
+def load_settings() -> Settings:
+    """The environment's settings; a malformed variable is an ``InvalidInputError`` naming it."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"LASTKNOWN_{str(error['loc'][0]).upper()}: {error['msg']}" if error["loc"] else error["msg"]
+            for error in exc.errors()
+        )
+        raise InvalidInputError(f"environment: {problems}") from exc
+
+
+def quiet_progress_bars() -> None:
+    """Hugging Face's download/progress bars are noise in a CLI that never downloads (set unless already set)."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
