@@ -25,6 +25,7 @@ from lastknown_graph.errors import (
 )
 from lastknown_graph.llm import LLM, LLMError, LLMOutputError, LLMUnavailableError
 from lastknown_graph.memory import Memory
+from lastknown_graph.reader import MemoryReader
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 
 __version__ = "0.1.0"
@@ -47,6 +48,7 @@ __all__ = [
     "LastknownError",
     "LocalEmbedder",
     "Memory",
+    "MemoryReader",
     "Neo4jStore",
     "SchemaMismatchError",
     "ScoredFact",

@@ -7,33 +7,26 @@ import logging
 import random
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
 
 from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.domain.models import (
-    DomainTelemetry,
-    Fact,
     HistoryEntry,
-    ScoredFact,
-    TimelineEvent,
     UserExport,
 )
-from lastknown_graph.domain.reports import Answer, ForgetReport, UsageCounts, UsageReport, WriteReport
-from lastknown_graph.domain.validation import check_identifier, check_text, parse_day
+from lastknown_graph.domain.reports import Answer, UsageCounts, UsageReport, WriteReport
+from lastknown_graph.domain.validation import check_identifier, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.errors import InvalidInputError, StaleStateError, UnknownUserError
+from lastknown_graph.errors import InvalidInputError, StaleStateError
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.conflicts import ConflictSettings
-from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
-from lastknown_graph.pipeline.ranking import by_relevance, latest_day
-from lastknown_graph.pipeline.telemetry import domain_telemetry
 from lastknown_graph.pipeline.write import PlanningMemo, plan_write
 from lastknown_graph.prompts.answer import answer_messages
-from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
-from lastknown_graph.store.records import current_of
+from lastknown_graph.reader import MemoryReader, day_argument, text_argument
+from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +37,6 @@ logger = logging.getLogger(__name__)
 # from colliding again in step.
 MAX_PLAN_ATTEMPTS = 12
 REPLAN_PAUSE_S = 0.05
-# Conversation dates may be in the past (imports); a date after tomorrow is a caller bug.
-MAX_DAYS_AHEAD = 1
-FIND_MAX_K = 1000
-# find() ranks a pool larger than k, so a fresher fact just below the top k by similarity can rise.
-FIND_POOL_FACTOR = 3
-# ... and never a tiny pool: with k=1 three older values of one attribute could crowd out the newest.
-FIND_MIN_POOL = 20
 
 
 def default_store(settings: Settings | None = None) -> Store:
@@ -101,8 +87,14 @@ def user_turns(messages: Sequence[str | Mapping[str, object]]) -> list[str]:
 ANSWER_MAX_TOKENS = 400  # a reply of a few paragraphs; longer is a model that does not stop
 
 
-class Memory:
-    """Long-term memory about one user. See the README for a tour."""
+class Memory(MemoryReader):
+    """Long-term memory about one user: a MemoryReader that also writes and answers. See the README for a tour.
+
+    The store's schema is set up (or checked against the embedder's dimension) before the first write, not when
+    a Memory is made: making one per request costs no database round trip.
+    """
+
+    embedder: Embedder
 
     def __init__(
         self,
@@ -115,17 +107,16 @@ class Memory:
         premise_settings: PremiseSettings | None = None,
         priors: VolatilityPriors | None = None,
     ) -> None:
-        try:
-            self.user = check_identifier(user)
-        except ValueError as exc:
-            raise InvalidInputError(f"user id: {exc}") from exc
+        super().__init__(store if store is not None else default_store(), user, embedder=embedder, priors=priors)
         self.llm = llm
-        self.embedder = embedder
-        self.store = store if store is not None else default_store()
         self.conflict_settings = conflict_settings or ConflictSettings()
         self.premise_settings = premise_settings or PremiseSettings()
-        self.priors = priors or VolatilityPriors()
-        self.store.ensure_schema(embedder.dimension)
+        self._schema_ready = False
+
+    def _ensure_schema(self) -> None:
+        if not self._schema_ready:
+            self.store.ensure_schema(self.embedder.dimension)
+            self._schema_ready = True
 
     # ------------------------------------------------------------------ writing
 
@@ -140,7 +131,7 @@ class Memory:
         Idempotent per session id: writing the same session again changes nothing and
         makes no LLM call. All or nothing: on any error the stored memory is unchanged.
         """
-        day = self._day(date)
+        day = day_argument(date)
         try:
             session_id = check_identifier(session)
         except ValueError as exc:
@@ -148,6 +139,7 @@ class Memory:
         turns = user_turns(messages)
         if not turns:
             raise InvalidInputError("write() got no user message with text")
+        self._ensure_schema()
         # Writers for this user in this process take turns (no starvation); across processes the
         # store's revision check decides, and a write that lost is planned again.
         with self.store.user_write_turn(self.user):
@@ -185,28 +177,11 @@ class Memory:
             )
         raise AssertionError("unreachable")
 
-    # ------------------------------------------------------------------ reading
-
-    def context(self, max_tokens: int | None = None) -> str:
-        """Everything true about the user now, then what is no longer true, as prompt text.
-
-        With ``max_tokens`` a long memory is trimmed: lasting and recent facts are kept first,
-        and the text says how many facts were left out.
-        """
-        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
-                                       or max_tokens < MIN_CONTEXT_TOKENS):
-            raise InvalidInputError(f"max_tokens must be an integer >= {MIN_CONTEXT_TOKENS}, got {max_tokens!r}")
-        return self._render_context(self.store.history(self.user), max_tokens)
-
-    def _render_context(self, history: list[HistoryEntry], max_tokens: int | None) -> str:
-        # The current state is part of the history: one read serves both.
-        current = current_of(history)
-        today = latest_day(current) or datetime.now(UTC).date()
-        return render_context(current, history, max_tokens=max_tokens, priors=self.priors, today=today)
+    # ------------------------------------------------------------------ answering
 
     def premise_notes(self, message: str) -> list[str]:
         """Notes for each retired fact the message seems to assume (empty when it assumes none)."""
-        return self._premise_notes(self._text(message), UsageMeter())
+        return self._premise_notes(text_argument(message), UsageMeter())
 
     def _premise_notes(self, message: str, meter: UsageMeter, history: list[HistoryEntry] | None = None) -> list[str]:
         return premise_notes(
@@ -219,7 +194,7 @@ class Memory:
 
         ``max_tokens`` bounds the reply (a slow local model may be capped to its first sentence or two).
         """
-        question = self._text(question)
+        question = text_argument(question)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise InvalidInputError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         meter = UsageMeter()
@@ -227,85 +202,12 @@ class Memory:
         # right after a write (when the store does not cache yet) the history is read once, not twice.
         history = self.store.history(self.user)
         notes = self._premise_notes(question, meter, history)
-        context = self._render_context(history, None)
+        context = self.context_of(history)
         text = self.llm.text(answer_messages(context, notes, question), purpose="answer", meter=meter,
                              max_tokens=max_tokens)
         return Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))
 
-    def find(self, query: str, k: int = 5) -> list[ScoredFact]:
-        """Current and historical facts for ``query``, most relevant first, with similarity and ids.
-
-        Relevance is similarity weighted by freshness: an old fact of a volatile domain that was
-        never confirmed ranks below a fresh or stable one; historical facts below current ones.
-        """
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= FIND_MAX_K:
-            raise InvalidInputError(f"k must be an integer from 1 to {FIND_MAX_K}, got {k!r}")
-        [embedding] = self.embedder.embed([self._text(query)])
-        pool_size = min(FIND_MAX_K, max(k * FIND_POOL_FACTOR, FIND_MIN_POOL))
-        pool = self.store.similar_facts(self.user, embedding, pool_size, ANY_STATUS)
-        today = latest_day(self.store.current_facts(self.user)) or datetime.now(UTC).date()
-        return by_relevance(pool, today, self.priors)[:k]
-
-    def _similar(self, query: str) -> list[ScoredFact]:
-        """Every fact of the user with its similarity to ``query`` (for forgetting: no ranking, no cut)."""
-        [embedding] = self.embedder.embed([self._text(query)])
-        return self.store.similar_facts(self.user, embedding, FIND_MAX_K, ANY_STATUS)
-
-    def current(self) -> list[Fact]:
-        return self.store.current_facts(self.user)
-
-    def history(self) -> list[HistoryEntry]:
-        return self.store.history(self.user)
-
-    def as_of(self, day: date | datetime | str) -> list[Fact]:
-        """What was true about the user on ``day``."""
-        return self.store.state_as_of(self.user, self._day(day, allow_future=True))
-
-    def timeline(self) -> list[TimelineEvent]:
-        return self.store.timeline(self.user)
-
-    def telemetry(self) -> list[DomainTelemetry]:
-        """Per volatility domain: facts added, confirmations, checks, stage-2 flags, retirements, evidence."""
-        try:
-            return domain_telemetry(self.store.export_user(self.user))
-        except UnknownUserError:
-            return []
-
-    # ------------------------------------------------------------------ forgetting
-
-    def forget(self, fact_ids: Sequence[str]) -> ForgetReport:
-        """Delete facts by id, with their source messages' text. Unknown ids are ignored."""
-        if isinstance(fact_ids, str):
-            raise InvalidInputError("forget() takes a list of fact ids")
-        try:
-            ids = [check_identifier(fact_id) for fact_id in fact_ids]
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"fact id: {exc}") from exc
-        known = {f.id: f.text for f in self.store.facts_by_id(self.user, ids)}
-        report = self.store.delete_facts(self.user, list(known))
-        return ForgetReport(
-            forgotten=tuple(known[i] for i in report.deleted_fact_ids),
-            fact_ids=report.deleted_fact_ids,
-            redacted_messages=len(report.redacted_message_ids),
-        )
-
-    def forget_about(self, query: str, threshold: float = 0.6) -> ForgetReport:
-        """Delete every fact (current or historical) at least ``threshold`` similar to ``query``."""
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
-            raise InvalidInputError(f"threshold must be in (0, 1], got {threshold!r}")
-        matches = [s for s in self._similar(query) if s.similarity >= threshold]
-        return self.forget([s.fact.id for s in matches])
-
     # ------------------------------------------------------------------ persistence
-
-    def export(self) -> UserExport:
-        return self.store.export_user(self.user)
-
-    def save(self, path: str | Path) -> Path:
-        """Write this user's whole memory (embeddings included) to a JSON file."""
-        target = Path(path)
-        target.write_text(self.export().model_dump_json(indent=1), encoding="utf-8")
-        return target
 
     @classmethod
     def load(
@@ -323,24 +225,3 @@ class Memory:
         memory = cls(llm, embedder, export.user_id, target)
         target.import_user(export)
         return memory
-
-    # ------------------------------------------------------------------ input checks
-
-    @staticmethod
-    def _text(value: str) -> str:
-        if not isinstance(value, str):
-            raise InvalidInputError(f"expected text, got {type(value).__name__}")
-        try:
-            return check_text(value)
-        except ValueError as exc:
-            raise InvalidInputError(str(exc)) from exc
-
-    @staticmethod
-    def _day(value: date | datetime | str, allow_future: bool = False) -> date:
-        try:
-            day = parse_day(value)
-        except ValueError as exc:
-            raise InvalidInputError(str(exc)) from exc
-        if not allow_future and day > datetime.now(UTC).date() + timedelta(days=MAX_DAYS_AHEAD):
-            raise InvalidInputError(f"date {day.isoformat()} is in the future")
-        return day

@@ -11,7 +11,6 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +36,11 @@ from lastknown_graph.cli.runtime import (
     note,
 )
 from lastknown_graph.domain.models import EXPORT_FORMAT, Fact, FactStatus, ScoredFact, UserExport
-from lastknown_graph.domain.reports import ForgetReport
 from lastknown_graph.domain.validation import check_identifier, check_text, parse_day
-from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.errors import InvalidInputError, LastknownError, UserExistsError
-from lastknown_graph.memory import FIND_MAX_K
-from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
-from lastknown_graph.pipeline.ranking import latest_day
+from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS
 from lastknown_graph.render.timeline_html import render_timeline_html
-from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.embedded import FILE_FORMAT as EMBEDDED_FORMAT
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 
@@ -69,17 +64,14 @@ def run_context(args: argparse.Namespace, rt: Runtime) -> int:
     max_tokens: int | None = args.max_tokens
     if max_tokens is not None and max_tokens < MIN_CONTEXT_TOKENS:
         raise InvalidInputError(f"--max-tokens must be at least {MIN_CONTEXT_TOKENS}, got {max_tokens}")
-    store = rt.store_with_user(user)
-    current = store.current_facts(user)
-    today = latest_day(current) or datetime.now(UTC).date()
-    text = render_context(current, store.history(user), max_tokens=max_tokens, priors=VolatilityPriors(), today=today)
+    text = rt.reader(user).context(max_tokens)
     emit(rt.options, {"user": user, "context": text}, text)
     return EXIT_OK
 
 
 def run_history(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
-    entries = rt.store_with_user(user).history(user)
+    entries = rt.reader(user).history()
     payload = {"user": user, "history": [
         {"fact": _fact_json(e.fact), **e.model_dump(mode="json", exclude={"fact"})} for e in entries
     ]}
@@ -89,14 +81,14 @@ def run_history(args: argparse.Namespace, rt: Runtime) -> int:
 
 def run_timeline(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
-    store = rt.store_with_user(user)
-    events = store.timeline(user)
+    reader = rt.reader(user)
+    events = reader.timeline()
     if args.html is None:
         emit(rt.options, {"user": user, "events": [e.model_dump(mode="json") for e in events]},
              timeline_text(events))
         return EXIT_OK
     target = Path(args.html)
-    page = render_timeline_html(user, store.history(user), events)
+    page = render_timeline_html(user, reader.history(), events)
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:
@@ -111,7 +103,7 @@ def run_as_of(args: argparse.Namespace, rt: Runtime) -> int:
         day = parse_day(args.date)
     except ValueError as exc:
         raise InvalidInputError(f"as-of: {exc}") from exc
-    facts = rt.store_with_user(user).state_as_of(user, day)
+    facts = rt.reader(user).as_of(day)
     emit(rt.options, {"user": user, "date": day.isoformat(), "facts": [_fact_json(f) for f in facts]},
          facts_text(facts, f"(nothing was known about {user} on {day.isoformat()})"))
     return EXIT_OK
@@ -130,8 +122,7 @@ def run_ask(args: argparse.Namespace, rt: Runtime) -> int:
 
 def run_find(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
-    rt.store_with_user(user)
-    hits = rt.memory(user).find(args.query, k=args.k)
+    hits = rt.reader(user, search=True).find(args.query, k=args.k)
     emit(rt.options, {"user": user, "query": args.query, "facts": [_scored_json(h) for h in hits]},
          scored_text(hits))
     return EXIT_OK
@@ -146,16 +137,11 @@ def run_forget(args: argparse.Namespace, rt: Runtime) -> int:
         ids = [check_identifier(fact_id) for fact_id in args.fact_ids]
     except ValueError as exc:
         raise InvalidInputError(f"fact id: {exc}") from exc
-    store = rt.store_with_user(user)
-    known = {f.id: f.text for f in store.facts_by_id(user, ids)}
-    unknown = [fact_id for fact_id in ids if fact_id not in known]
-    report = store.delete_facts(user, list(known))
-    forgotten = [known[fact_id] for fact_id in report.deleted_fact_ids]
-    payload = {"user": user, "fact_ids": list(report.deleted_fact_ids), "forgotten": forgotten,
-               "redacted_messages": len(report.redacted_message_ids), "unknown_ids": unknown}
-    text = forget_text(ForgetReport(forgotten=tuple(forgotten), fact_ids=report.deleted_fact_ids,
-                                    redacted_messages=len(report.redacted_message_ids)), unknown)
-    emit(rt.options, payload, text)
+    report = rt.reader(user).forget(ids)
+    unknown = [fact_id for fact_id in dict.fromkeys(ids) if fact_id not in report.fact_ids]
+    payload = {"user": user, "fact_ids": list(report.fact_ids), "forgotten": list(report.forgotten),
+               "redacted_messages": report.redacted_messages, "unknown_ids": unknown}
+    emit(rt.options, payload, forget_text(report, unknown))
     return EXIT_OK
 
 
@@ -176,14 +162,11 @@ def run_forget_about(args: argparse.Namespace, rt: Runtime) -> int:
         raise CLIError("forget-about deletes memory: pass --yes to confirm when stdin is not a terminal "
                        "(or --dry-run to list what it would delete); nothing was deleted", EXIT_NOT_CONFIRMED)
     try:
-        query = check_text(args.query)
+        check_text(args.query)
     except ValueError as exc:
         raise InvalidInputError(f"query: {exc}") from exc
-    rt.store_with_user(user)
-    memory = rt.memory(user)
-    [embedding] = memory.embedder.embed([query])
-    pool = memory.store.similar_facts(user, embedding, FIND_MAX_K, ANY_STATUS)
-    matches = [hit for hit in pool if hit.similarity >= threshold]
+    reader = rt.reader(user, search=True)
+    matches = reader.matching(args.query, threshold)
     base: dict[str, Any] = {"user": user, "query": args.query, "threshold": threshold,
                             "matches": [_scored_json(h) for h in matches]}
     if args.dry_run or not matches:
@@ -194,7 +177,7 @@ def run_forget_about(args: argparse.Namespace, rt: Runtime) -> int:
         sys.stderr.write(scored_text(matches) + "\n")
         if not _confirm(f"Forget these {len(matches)} facts and the text of the messages they came from?"):
             raise CLIError("not confirmed; nothing was deleted", EXIT_NOT_CONFIRMED)
-    report = memory.forget([hit.fact.id for hit in matches])
+    report = reader.forget([hit.fact.id for hit in matches])
     emit(rt.options, {**base, "dry_run": False, **report.model_dump(mode="json")}, forget_text(report))
     return EXIT_OK
 
@@ -204,7 +187,7 @@ def run_forget_about(args: argparse.Namespace, rt: Runtime) -> int:
 
 def run_export(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
-    export = rt.store_with_user(user).export_user(user)
+    export = rt.reader(user).export()
     document = export.model_dump_json(indent=1)
     if args.output in (None, "-"):
         print(document)

@@ -25,6 +25,7 @@ from lastknown_graph.errors import (
 )
 from lastknown_graph.llm import LLM, LLMError, LLMOutputError
 from lastknown_graph.memory import Memory
+from lastknown_graph.reader import MemoryReader
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 
 EXIT_OK = 0
@@ -206,6 +207,10 @@ class Runtime:
 
     def memory(self, user: str) -> Memory:
         return Memory(self.llm(), self.embedder(), user=user, store=self.store())
+
+    def reader(self, user: str, *, search: bool = False) -> MemoryReader:
+        """``user``'s memory for reading and forgetting, after checking it exists; ``search``: with the embedder."""
+        return MemoryReader(self.store_with_user(user), user, embedder=self.embedder() if search else None)
 
     # ------------------------------------------------------------------ output
 

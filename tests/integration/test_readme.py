@@ -37,6 +37,7 @@ def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: p
     assert "Lives in Portland" in output.split("No longer true")[1]
     assert (tmp_path / "alice.json").is_file()
     assert (tmp_path / "memory.json").is_file()
+    assert output.splitlines()[-1].startswith("True ")  # the reader sees the same memory, without a model
 
 
 def cli_examples() -> list[str]:

@@ -126,6 +126,7 @@ class Neo4jStore:
         self._library = library or CypherLibrary()
         self._exact_scan_max_facts = exact_scan_max_facts
         self._dimension: int | None = None
+        self._schema_applied: int | None = None
         self._turns = UserTurns()
         self._histories = HistoryCache(cached_users)
         self._cache_settle_ms = cache_settle_ms
@@ -194,6 +195,8 @@ class Neo4jStore:
     def ensure_schema(self, embedding_dimension: int) -> None:
         if embedding_dimension < 1:
             raise ValueError(f"embedding dimension must be positive, got {embedding_dimension}")
+        if self._schema_applied == embedding_dimension:
+            return  # this store applied and recorded it already: one DDL round per store, not per Memory
         info = self._query("schema_info_get")
         if info:
             version, dimension = info[0]["version"], info[0]["embedding_dimension"]
@@ -223,6 +226,7 @@ class Neo4jStore:
             ),
         )
         self._dimension = embedding_dimension
+        self._schema_applied = embedding_dimension
 
     def embedding_dimension(self) -> int | None:
         if self._dimension is None:

@@ -1,0 +1,178 @@
+"""MemoryReader: what is known about one user, from the store alone (no model): reads, search and forgetting.
+
+``Memory`` adds writing and answering on top of one; the CLI's read and delete commands use one directly, so a
+read never needs an LLM endpoint, and the embedder only for search (``find``, ``matching``, ``forget_about``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+from lastknown_graph.domain.models import DomainTelemetry, Fact, HistoryEntry, ScoredFact, TimelineEvent, UserExport
+from lastknown_graph.domain.reports import ForgetReport
+from lastknown_graph.domain.validation import check_identifier, check_text, parse_day
+from lastknown_graph.domain.volatility import VolatilityPriors
+from lastknown_graph.embedders import Embedder
+from lastknown_graph.errors import InvalidInputError, SchemaMismatchError, UnknownUserError
+from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
+from lastknown_graph.pipeline.ranking import by_relevance, latest_day
+from lastknown_graph.pipeline.telemetry import domain_telemetry
+from lastknown_graph.store import ANY_STATUS, Store
+from lastknown_graph.store.records import current_of
+
+# Conversation dates may be in the past (imports); a date after tomorrow is a caller bug.
+MAX_DAYS_AHEAD = 1
+FIND_MAX_K = 1000
+# find() ranks a pool larger than k, so a fresher fact just below the top k by similarity can rise.
+FIND_POOL_FACTOR = 3
+# ... and never a tiny pool: with k=1 three older values of one attribute could crowd out the newest.
+FIND_MIN_POOL = 20
+DEFAULT_FORGET_THRESHOLD = 0.6
+
+
+def text_argument(value: object, what: str = "text") -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"expected {what}, got {type(value).__name__}")
+    try:
+        return check_text(value)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from exc
+
+
+def day_argument(value: date | datetime | str, *, allow_future: bool = False) -> date:
+    try:
+        day = parse_day(value)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from exc
+    if not allow_future and day > datetime.now(UTC).date() + timedelta(days=MAX_DAYS_AHEAD):
+        raise InvalidInputError(f"date {day.isoformat()} is in the future")
+    return day
+
+
+def user_argument(user: object) -> str:
+    if not isinstance(user, str):
+        raise InvalidInputError(f"user id: expected text, got {type(user).__name__}")
+    try:
+        return check_identifier(user)
+    except ValueError as exc:
+        raise InvalidInputError(f"user id: {exc}") from exc
+
+
+class MemoryReader:
+    """One user's memory in ``store``; ``embedder`` only for search (the one the memory was written with)."""
+
+    def __init__(
+        self, store: Store, user: str, *, embedder: Embedder | None = None, priors: VolatilityPriors | None = None
+    ) -> None:
+        self.user = user_argument(user)
+        self.store = store
+        self.embedder = embedder
+        self.priors = priors or VolatilityPriors()
+
+    # ------------------------------------------------------------------ the state
+
+    def context(self, max_tokens: int | None = None) -> str:
+        """Everything true about the user now, then what is no longer true, as prompt text.
+
+        With ``max_tokens`` a long memory is trimmed: lasting and recent facts are kept first,
+        and the text says how many facts were left out.
+        """
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                                       or max_tokens < MIN_CONTEXT_TOKENS):
+            raise InvalidInputError(f"max_tokens must be an integer >= {MIN_CONTEXT_TOKENS}, got {max_tokens!r}")
+        return self.context_of(self.store.history(self.user), max_tokens)
+
+    def context_of(self, history: list[HistoryEntry], max_tokens: int | None = None) -> str:
+        """The context rendered from a history already read (the current state is part of it: one read serves)."""
+        current = current_of(history)
+        today = latest_day(current) or datetime.now(UTC).date()
+        return render_context(current, history, max_tokens=max_tokens, priors=self.priors, today=today)
+
+    def current(self) -> list[Fact]:
+        return self.store.current_facts(self.user)
+
+    def history(self) -> list[HistoryEntry]:
+        return self.store.history(self.user)
+
+    def as_of(self, day: date | datetime | str) -> list[Fact]:
+        """What was true about the user on ``day``."""
+        return self.store.state_as_of(self.user, day_argument(day, allow_future=True))
+
+    def timeline(self) -> list[TimelineEvent]:
+        return self.store.timeline(self.user)
+
+    def telemetry(self) -> list[DomainTelemetry]:
+        """Per volatility domain: facts added, confirmations, checks, stage-2 flags, retirements, evidence."""
+        try:
+            return domain_telemetry(self.store.export_user(self.user))
+        except UnknownUserError:
+            return []
+
+    def export(self) -> UserExport:
+        return self.store.export_user(self.user)
+
+    def save(self, path: str | Path) -> Path:
+        """Write this user's whole memory (embeddings included) to a JSON file."""
+        target = Path(path)
+        target.write_text(self.export().model_dump_json(indent=1), encoding="utf-8")
+        return target
+
+    # ------------------------------------------------------------------ search
+
+    def _embedding(self, query: str) -> list[float]:
+        if self.embedder is None:
+            raise InvalidInputError("searching the memory needs the embedder it was written with "
+                                    "(MemoryReader(store, user, embedder=...))")
+        query = text_argument(query, "a query")
+        stored = self.store.embedding_dimension()
+        if stored is not None and stored != self.embedder.dimension:
+            raise SchemaMismatchError(f"the store holds {stored}-dimensional embeddings but the embedder gives "
+                                      f"{self.embedder.dimension}; search with the embedder the memory was built with")
+        [embedding] = self.embedder.embed([query])
+        return embedding
+
+    def find(self, query: str, k: int = 5) -> list[ScoredFact]:
+        """Current and historical facts for ``query``, most relevant first, with similarity and ids.
+
+        Relevance is similarity weighted by freshness: an old fact of a volatile domain that was
+        never confirmed ranks below a fresh or stable one; historical facts below current ones.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= FIND_MAX_K:
+            raise InvalidInputError(f"k must be an integer from 1 to {FIND_MAX_K}, got {k!r}")
+        embedding = self._embedding(query)
+        pool_size = min(FIND_MAX_K, max(k * FIND_POOL_FACTOR, FIND_MIN_POOL))
+        pool = self.store.similar_facts(self.user, embedding, pool_size, ANY_STATUS)
+        today = latest_day(self.store.current_facts(self.user)) or datetime.now(UTC).date()
+        return by_relevance(pool, today, self.priors)[:k]
+
+    def matching(self, query: str, threshold: float = DEFAULT_FORGET_THRESHOLD) -> list[ScoredFact]:
+        """Every fact (current or historical) at least ``threshold`` similar to ``query``: what
+        ``forget_about`` would delete."""
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 < threshold <= 1.0:
+            raise InvalidInputError(f"threshold must be in (0, 1], got {threshold!r}")
+        pool = self.store.similar_facts(self.user, self._embedding(query), FIND_MAX_K, ANY_STATUS)
+        return [hit for hit in pool if hit.similarity >= threshold]
+
+    # ------------------------------------------------------------------ forgetting
+
+    def forget(self, fact_ids: Sequence[str]) -> ForgetReport:
+        """Delete facts by id, with their source messages' text. Unknown ids are ignored (not in the report)."""
+        if isinstance(fact_ids, str):
+            raise InvalidInputError("forget() takes a list of fact ids")
+        try:
+            ids = [check_identifier(fact_id) for fact_id in fact_ids]
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"fact id: {exc}") from exc
+        known = {f.id: f.text for f in self.store.facts_by_id(self.user, ids)}
+        report = self.store.delete_facts(self.user, list(known))
+        return ForgetReport(
+            forgotten=tuple(known[i] for i in report.deleted_fact_ids),
+            fact_ids=report.deleted_fact_ids,
+            redacted_messages=len(report.redacted_message_ids),
+        )
+
+    def forget_about(self, query: str, threshold: float = DEFAULT_FORGET_THRESHOLD) -> ForgetReport:
+        """Delete every fact (current or historical) at least ``threshold`` similar to ``query``."""
+        return self.forget([hit.fact.id for hit in self.matching(query, threshold)])

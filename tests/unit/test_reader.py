@@ -1,0 +1,84 @@
+"""MemoryReader: a user's memory from the store alone; Memory builds on it and sets the schema up lazily."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lastknown_graph import EmbeddedStore, InvalidInputError, Memory, MemoryReader, SchemaMismatchError
+from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
+
+
+def answer(call: ModelCall) -> object:
+    """Scripted (a test double): one fact per conversation, Lyon, then Porto; every pair outdated."""
+    if call.purpose == "extraction":
+        city = "Porto" if "Porto" in call.last_user_message else "Lyon"
+        return {"facts": [{"text": f"Lives in {city}", "topic": "location", "kind": "state", "inferred": False,
+                           "evidence": [0]}]}
+    if call.purpose == "stage1":
+        return 0.9
+    if call.purpose == "stage2":
+        return {"reasoning": "scripted", "verdict": "no_longer_true"}
+    return "scripted answer"
+
+
+@pytest.fixture
+def written(tmp_path: Path) -> EmbeddedStore:
+    store = EmbeddedStore(tmp_path / "memory.json")
+    memory = Memory(ScriptedModel(answer), HashedEmbedder(), "ada", store)
+    memory.write(["I live in Lyon."], date="2024-01-10", session="s1")
+    memory.write(["We moved to Porto."], date="2024-06-01", session="s2")
+    return store
+
+
+def test_the_reader_sees_what_memory_sees_without_a_model(written: EmbeddedStore) -> None:
+    memory = Memory(ScriptedModel(answer), HashedEmbedder(), "ada", written)
+    reader = MemoryReader(written, "ada")
+    assert reader.context() == memory.context()
+    assert [f.text for f in reader.current()] == ["Lives in Porto"]
+    assert [f.text for f in reader.as_of("2024-03-01")] == ["Lives in Lyon"]
+    assert len(reader.history()) == 2 and reader.timeline() == memory.timeline()
+    assert reader.export().model_dump(exclude={"exported_at"}) == memory.export().model_dump(exclude={"exported_at"})
+
+
+def test_search_needs_the_embedder_the_memory_was_written_with(written: EmbeddedStore) -> None:
+    with pytest.raises(InvalidInputError, match="embedder"):
+        MemoryReader(written, "ada").find("where do they live")
+    with pytest.raises(SchemaMismatchError, match="256"):
+        MemoryReader(written, "ada", embedder=HashedEmbedder(dimension=64)).find("where do they live")
+    hits = MemoryReader(written, "ada", embedder=HashedEmbedder()).find("lives in porto", k=1)
+    assert [h.fact.text for h in hits] == ["Lives in Porto"]
+
+
+def test_forgetting_through_the_reader_deletes_and_reports(written: EmbeddedStore) -> None:
+    reader = MemoryReader(written, "ada", embedder=HashedEmbedder())
+    [porto] = [h.fact for h in reader.matching("lives in porto", threshold=0.99)]
+    report = reader.forget([porto.id, "fact-unknown"])
+    assert report.forgotten == ("Lives in Porto",) and report.fact_ids == (porto.id,)
+    assert [f.text for f in reader.current()] == []
+    with pytest.raises(InvalidInputError, match="threshold"):
+        reader.matching("anything", threshold=0)
+
+
+def test_bad_arguments_are_refused(written: EmbeddedStore) -> None:
+    with pytest.raises(InvalidInputError, match="user id"):
+        MemoryReader(written, " ada")
+    reader = MemoryReader(written, "ada")
+    with pytest.raises(InvalidInputError):
+        reader.as_of("not a day")
+    with pytest.raises(InvalidInputError):
+        reader.context(max_tokens=3)
+    with pytest.raises(InvalidInputError, match="list of fact ids"):
+        reader.forget("fact-1")
+
+
+def test_making_a_memory_touches_no_store_until_the_first_write(tmp_path: Path) -> None:
+    path = tmp_path / "memory.json"
+    memory = Memory(ScriptedModel(answer), HashedEmbedder(), "ada", EmbeddedStore(path))
+    assert not path.exists()  # no schema set up, no file written, for a Memory that is never written to
+    memory.write(["I live in Lyon."], date="2024-01-10", session="s1")
+    assert path.exists()
+    with pytest.raises(SchemaMismatchError):
+        Memory(ScriptedModel(answer), HashedEmbedder(dimension=64), "ada", EmbeddedStore(path)).write(
+            ["We moved to Porto."], date="2024-06-01", session="s2")
