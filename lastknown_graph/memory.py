@@ -169,11 +169,8 @@ class Memory(MemoryReader):
                                    usage=usage_report(meter), plan_attempts=attempt)
             return WriteReport(
                 user_id=self.user, session_id=session_id, date=day, already_written=False,
-                messages_stored=len(turns), added=tuple(plan.added), confirmed=tuple(plan.confirmed),
-                retired=tuple(plan.retired), expired=tuple(plan.expired), disputed=tuple(plan.disputed),
-                overtaken=tuple(plan.overtaken),
-                kept=tuple(plan.kept),
-                rejected=tuple(plan.rejected), usage=usage_report(meter), plan_attempts=attempt,
+                messages_stored=len(turns), usage=usage_report(meter), plan_attempts=attempt,
+                **plan.report_fields(),
             )
         raise AssertionError("unreachable")
 

@@ -6,6 +6,8 @@ from datetime import date
 
 from pydantic import BaseModel, ConfigDict
 
+from lastknown_graph.domain.stages import Stage
+
 
 class Report(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -43,7 +45,7 @@ class RetiredFact(Report):
     old_text: str
     new_fact_id: str
     new_text: str
-    stage: str
+    stage: Stage
     reason: str
     still_true_probability: float | None
 
@@ -56,7 +58,7 @@ class OvertakenFact(Report):
     by_fact_id: str
     by_text: str
     until: date
-    stage: str
+    stage: Stage
     reason: str
 
 
@@ -90,7 +92,7 @@ class KeptFact(Report):
     fact_id: str
     text: str
     against: str
-    stage: str
+    stage: Stage
     still_true_probability: float | None
     reason: str = ""  # stage 2's reasoning, or why the rules kept it
 

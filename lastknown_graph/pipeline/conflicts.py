@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from lastknown_graph.domain.models import CandidateProbe, Fact, FactKind, ProbeCandidates
+from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.volatility import UNKNOWN_DOMAIN_VOLATILITY, candidate_budget, stage1_flag_bar
 from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.text_checks import normalised
@@ -50,7 +51,7 @@ class Candidate:
 @dataclass(frozen=True)
 class PairDecision:
     retire: bool
-    stage: str
+    stage: Stage
     still_true_probability: float | None  # None: no stage 1 (the server gives no logprobs)
     reason: str
 
@@ -128,7 +129,7 @@ def judge_pair(
         )
         flag_bar = settings.stage1_flag_below or stage1_flag_bar(earlier_volatility)
         if probability >= flag_bar:
-            return PairDecision(False, "stage1", probability, "stage 1: earlier fact still true")
+            return PairDecision(False, Stage.STAGE1, probability, "stage 1: earlier fact still true")
     verdict = llm.structured(
         conflict_verdict_messages(earlier.text, earlier.valid_from, later_text, later_day, later_evidence),
         ConflictVerdict,
@@ -136,4 +137,4 @@ def judge_pair(
         meter=meter,
         max_tokens=300,
     )
-    return PairDecision(verdict.verdict == "no_longer_true", "stage2", probability, verdict.reasoning.strip())
+    return PairDecision(verdict.verdict == "no_longer_true", Stage.STAGE2, probability, verdict.reasoning.strip())

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from lastknown_graph.domain.models import DomainTelemetry, FactStatus, UserExport
+from lastknown_graph.domain.stages import Stage
 
 UNASSIGNED = "unassigned"
 
@@ -27,7 +28,7 @@ def domain_telemetry(export: UserExport) -> list[DomainTelemetry]:
     for link in export.replacements:
         domain = domain_of[link.old_fact_id]
         if link.relation == "supersedes":
-            counts[domain]["retired_by_evidence" if link.stage == "evidence" else "retired_at_stage2"] += 1
+            counts[domain]["retired_by_evidence" if link.stage == Stage.EVIDENCE else "retired_at_stage2"] += 1
         elif link.relation == "contradicts":
             counts[domain]["evidence_logged"] += 1
     return [DomainTelemetry(domain=domain, **values) for domain, values in sorted(counts.items())]

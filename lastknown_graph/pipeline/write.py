@@ -10,34 +10,20 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 
 from lastknown_graph.domain.models import (
     CheckCount,
-    Confirmation,
-    Dispute,
-    Expiry,
     Fact,
     FactKind,
     FactStatus,
     MessageRecord,
     NewFact,
-    Overtaken,
-    Retirement,
     SessionRecord,
     SessionWrite,
 )
-from lastknown_graph.domain.reports import (
-    AddedFact,
-    ConfirmedFact,
-    DisputedFact,
-    ExpiredFact,
-    KeptFact,
-    OvertakenFact,
-    RejectedFact,
-    RetiredFact,
-)
+from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.validation import check_text
 from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget, evidence_needed
 from lastknown_graph.embedders import Embedder
@@ -51,6 +37,20 @@ from lastknown_graph.pipeline.conflicts import (
     judge_pair,
     moment_expires,
     select_candidates,
+)
+from lastknown_graph.pipeline.decisions import (
+    Add,
+    Confirm,
+    Decision,
+    Disputed,
+    Expire,
+    Keep,
+    Overtake,
+    Reject,
+    ReportEntry,
+    Retire,
+    report_entries,
+    session_changes,
 )
 from lastknown_graph.pipeline.grounding import (
     from_impersonal_requests,
@@ -96,21 +96,19 @@ def message_id(user_id: str, session_id: str, index: int) -> str:
     return str(uuid.uuid5(_MESSAGE_NAMESPACE, f"{user_id}\x1f{session_id}\x1f{index}"))
 
 
-@dataclass
+@dataclass(frozen=True)
 class WritePlan:
+    """The one change the store applies, and the decisions it was made from (for the report)."""
+
     change: SessionWrite
-    added: list[AddedFact] = field(default_factory=list)
-    confirmed: list[ConfirmedFact] = field(default_factory=list)
-    retired: list[RetiredFact] = field(default_factory=list)
-    expired: list[ExpiredFact] = field(default_factory=list)
-    disputed: list[DisputedFact] = field(default_factory=list)
-    overtaken: list[OvertakenFact] = field(default_factory=list)
-    kept: list[KeptFact] = field(default_factory=list)
-    rejected: list[RejectedFact] = field(default_factory=list)
+    decisions: tuple[Decision, ...]
+
+    def report_fields(self) -> dict[str, tuple[ReportEntry, ...]]:
+        return report_entries(list(self.decisions))
 
 
 def _usable_facts(
-    extraction: Extraction, user_messages: list[str], rejected: list[RejectedFact]
+    extraction: Extraction, user_messages: list[str], rejected: list[Decision]
 ) -> list[tuple[ExtractedFact, list[int]]]:
     usable: list[tuple[ExtractedFact, list[int]]] = []
     seen: set[tuple[str, str]] = set()
@@ -120,35 +118,35 @@ def _usable_facts(
         text, topic = fact.text.strip(), topic_key(fact.topic)
         if normalised(text) in copied:
             # Small models copy a prompt's example into their answer; the user never said it.
-            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
+            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
             continue
         if not text or not topic:
             reason = f"empty text or unusable topic {fact.topic[:80]!r}"
-            rejected.append(RejectedFact(text=fact.text[:MAX_FACT_CHARS], reason=reason))
+            rejected.append(Reject(text=fact.text[:MAX_FACT_CHARS], reason=reason))
             continue
         try:
             check_text(text)
         except ValueError as exc:
-            rejected.append(RejectedFact(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
+            rejected.append(Reject(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
             continue
         if shares_no_word(text, user_messages) and mostly_words_of(text, example):
             # The example reworded ("Works as a fire station employee"): still not the user's.
-            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
+            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
             continue
         if from_impersonal_requests(text, user_messages):
-            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="from a request that says nothing "
+            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="from a request that says nothing "
                                          "about the user"))
             continue
         if invented_quote(text, user_messages):
-            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="a quote the user never wrote"))
+            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="a quote the user never wrote"))
             continue
         if reads_like_an_answer(text, user_messages):
-            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason="not about the user: world knowledge "
+            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="not about the user: world knowledge "
                                          "in answer to them"))
             continue
         if len(text) > MAX_FACT_CHARS:
             reason = f"longer than {MAX_FACT_CHARS} characters"
-            rejected.append(RejectedFact(text=text[:MAX_FACT_CHARS], reason=reason))
+            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason=reason))
             continue
         evidence = sorted({i for i in fact.evidence if 0 <= i < len(user_messages)})
         if len(evidence) != len(set(fact.evidence)):
@@ -156,7 +154,7 @@ def _usable_facts(
         if not fact.inferred:
             missing = ungrounded_terms(text, user_messages)
             if missing:
-                rejected.append(RejectedFact(text=text, reason=f"not in the user's words: {', '.join(missing)}"))
+                rejected.append(Reject(text=text, reason=f"not in the user's words: {', '.join(missing)}"))
                 continue
             if shares_no_word(text, user_messages):
                 # Not the user's words restated: at best what they imply ("I outgrew it" -> "Is no longer
@@ -211,31 +209,18 @@ def plan_write(
         MessageRecord(id=message_id(user_id, session_id, i), index=i, text=text)
         for i, text in enumerate(user_messages)
     )
-    rejected: list[RejectedFact] = []
+    decisions: list[Decision] = []
     memo = memo if memo is not None else PlanningMemo()
     if memo.extraction is None:
         memo.extraction = llm.structured(
             extraction_messages(user_messages, day, priors.domains()), Extraction, purpose="extraction",
             meter=meter, max_tokens=1500,
         )
-    usable = _usable_facts(memo.extraction, user_messages, rejected)
+    usable = _usable_facts(memo.extraction, user_messages, decisions)
     if memo.embeddings is None:
         memo.embeddings = embedder.embed([fact.text for fact, _ in usable]) if usable else []
     embeddings = memo.embeddings
-
-    plan = WritePlan(
-        change=SessionWrite(
-            user_id=user_id, session=SessionRecord(id=session_id, date=day),
-            recorded_at=datetime.now(UTC), messages=messages, based_on_revision=revision,
-        ),
-        rejected=rejected,
-    )
-    new_facts: list[NewFact] = []
-    confirmations: list[Confirmation] = []
-    retirements: list[Retirement] = []
-    expiries: list[Expiry] = []
-    disputes: list[Dispute] = []
-    overtaken: list[Overtaken] = []
+    recorded_at = datetime.now(UTC)
     checks: dict[str, list[int]] = {}  # domain of the checked fact -> [checks run, reached stage 2]
     touched: set[str] = set()
 
@@ -249,7 +234,7 @@ def plan_write(
             memo.decisions[key] = decision
         counts = checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
         counts[0] += 1
-        counts[1] += decision.stage == "stage2"
+        counts[1] += decision.stage is Stage.STAGE2
         return decision
 
     # The candidates of every new fact in one read: they depend on the stored state only, not on
@@ -286,17 +271,17 @@ def plan_write(
                     repeated = near
         if repeated is not None:
             touched.add(repeated.fact.id)
-            confirmations.append(Confirmation(fact_id=repeated.fact.id, source_message_ids=source_ids))
-            plan.confirmed.append(ConfirmedFact(fact_id=repeated.fact.id, text=repeated.fact.text, said_as=fact.text))
+            decisions.append(Confirm(fact_id=repeated.fact.id, text=repeated.fact.text, said_as=fact.text,
+                                     source_message_ids=source_ids))
             continue
         new_id = f"fact-{uuid.uuid4()}"
-        new_facts.append(NewFact(
+        add = Add(NewFact(
             id=new_id, text=fact.text, topic=fact.topic, domain=domain, inferred=fact.inferred, kind=kind,
             embedding=tuple(embedding), source_message_ids=source_ids,
         ))
-        added: AddedFact | None = AddedFact(
-            fact_id=new_id, text=fact.text, topic=fact.topic, kind=str(kind), inferred=fact.inferred
-        )
+        add_at = len(decisions)
+        decisions.append(add)
+        disputed = False
         retired_by_this = 0
         for candidate in candidates:
             earlier = candidate.fact
@@ -304,9 +289,8 @@ def plan_write(
                 continue
             if moment_expires(kind, fact.topic, earlier):
                 touched.add(earlier.id)
-                expiries.append(Expiry(old_fact_id=earlier.id, new_fact_id=new_id))
-                plan.expired.append(ExpiredFact(old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id,
-                                                new_text=fact.text))
+                decisions.append(Expire(old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id,
+                                        new_text=fact.text))
                 continue
             if kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
                 continue
@@ -317,45 +301,37 @@ def plan_write(
             if resisted and retired_by_this > 0:
                 # The new fact already replaced another fact, so it cannot become evidence; the
                 # well-confirmed fact still does not yield to it.
-                plan.kept.append(KeptFact(fact_id=earlier.id, text=earlier.text, against=fact.text,
-                                          stage="resisted", still_true_probability=decision.still_true_probability,
-                                          reason=decision.reason))
+                decisions.append(Keep(fact_id=earlier.id, text=earlier.text, against=fact.text, stage=Stage.RESISTED,
+                                      still_true_probability=decision.still_true_probability, reason=decision.reason))
                 continue
-            if resisted:
-                # A weak blip against a well-confirmed, stable fact: kept as evidence, not acted on.
+            if resisted and needed is not None:
+                # A weak blip against a well-confirmed, stable fact: kept as evidence, not acted on. The new
+                # fact is stored as that evidence, but not reported as added.
                 touched.add(earlier.id)
-                disputes.append(Dispute(old_fact_id=earlier.id, new_fact_id=new_id,
-                                        reason=decision.reason or "contradicts it"))
-                plan.disputed.append(DisputedFact(
-                    old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id, new_text=fact.text,
-                    reason=decision.reason, evidence=contradictions, evidence_needed=needed,
-                ))
-                added = None
+                decisions.append(Disputed(old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id,
+                                          new_text=fact.text, reason=decision.reason, evidence=contradictions,
+                                          evidence_needed=needed))
+                decisions[add_at] = replace(add, reported=False)
+                disputed = True
                 break
             if decision.retire:
                 touched.add(earlier.id)
                 retired_by_this += 1
                 by_evidence = fact.inferred and needed is not None
-                stage = "evidence" if by_evidence else decision.stage
-                decision = PairDecision(True, stage, decision.still_true_probability, decision.reason)
-                retirements.append(Retirement(old_fact_id=earlier.id, new_fact_id=new_id, stage=decision.stage,
-                                              reason=decision.reason or "no longer true"))
-                plan.retired.append(RetiredFact(
+                decisions.append(Retire(
                     old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id, new_text=fact.text,
-                    stage=decision.stage, reason=decision.reason,
+                    stage=Stage.EVIDENCE if by_evidence else decision.stage, reason=decision.reason,
                     still_true_probability=decision.still_true_probability,
                 ))
             else:
-                plan.kept.append(KeptFact(fact_id=earlier.id, text=earlier.text, against=fact.text,
-                                          stage=decision.stage,
-                                          still_true_probability=decision.still_true_probability,
-                                          reason=decision.reason))
-        if added is not None and kind is FactKind.STATE:
+                decisions.append(Keep(fact_id=earlier.id, text=earlier.text, against=fact.text, stage=decision.stage,
+                                      still_true_probability=decision.still_true_probability, reason=decision.reason))
+        if not disputed and kind is FactKind.STATE:
             # The roles turn round: is this conversation's fact still true once the later fact holds?
             as_stored = Fact(
                 id=new_id, user_id=user_id, text=fact.text, topic=fact.topic, domain=domain, inferred=fact.inferred,
                 kind=kind, status=FactStatus.CURRENT, valid_from=day, valid_to=None,
-                recorded_at=plan.change.recorded_at, session_id=session_id,
+                recorded_at=recorded_at, session_id=session_id,
             )
             for candidate in later:
                 if candidate.fact.kind is not FactKind.STATE:
@@ -363,26 +339,19 @@ def plan_write(
                 decision = check_pair(as_stored, candidate.fact.text, candidate.fact.valid_from, [])
                 if not decision.retire:
                     continue
-                reason = decision.reason or "a later fact had already made it untrue"
-                overtaken.append(Overtaken(new_fact_id=new_id, by_fact_id=candidate.fact.id,
-                                           until=candidate.fact.valid_from, stage=decision.stage, reason=reason))
-                plan.overtaken.append(OvertakenFact(
+                decisions.append(Overtake(
                     fact_id=new_id, text=fact.text, by_fact_id=candidate.fact.id, by_text=candidate.fact.text,
-                    until=candidate.fact.valid_from, stage=decision.stage, reason=reason,
+                    until=candidate.fact.valid_from, stage=decision.stage,
+                    reason=decision.reason or "a later fact had already made it untrue",
                 ))
                 break
-        if added is not None:
-            plan.added.append(added)
 
     session_record = SessionRecord(id=session_id, date=day, checks=tuple(
         CheckCount(domain=domain_name, checks=run, flagged=flagged) for domain_name, (run, flagged) in checks.items()
     ))
-    plan.change = plan.change.model_copy(update={
-        "session": session_record,
-        "new_facts": tuple(new_facts), "confirmations": tuple(confirmations),
-        "retirements": tuple(retirements), "expiries": tuple(expiries), "disputes": tuple(disputes),
-        "overtaken": tuple(overtaken),
-    })
-    # model_copy skips validation; validate the final change so a planning bug cannot reach the store.
-    plan.change = SessionWrite.model_validate(plan.change.model_dump())
-    return plan
+    # Validated on construction, so a planning bug cannot reach the store.
+    change = SessionWrite(
+        user_id=user_id, session=session_record, recorded_at=recorded_at, messages=messages,
+        based_on_revision=revision, **session_changes(decisions),
+    )
+    return WritePlan(change=change, decisions=tuple(decisions))

@@ -1,0 +1,10 @@
+"""Which step of the conflict check decided about a pair of facts; stored on retirements, shown in reports."""
+
+from enum import StrEnum
+
+
+class Stage(StrEnum):
+    STAGE1 = "stage1"  # the one-token check: the earlier fact is still true, nothing more asked
+    STAGE2 = "stage2"  # the reasoning check decided
+    EVIDENCE = "evidence"  # enough inferred contradictions retired a well-confirmed fact
+    RESISTED = "resisted"  # a well-confirmed fact held against one inferred contradiction
