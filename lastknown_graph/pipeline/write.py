@@ -20,6 +20,7 @@ from lastknown_graph.domain.models import (
     FactStatus,
     MessageRecord,
     NewFact,
+    ProbeCandidates,
     SessionRecord,
     SessionWrite,
 )
@@ -29,6 +30,7 @@ from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.conflicts import (
+    Candidate,
     ConflictSettings,
     PairDecision,
     candidate_probe,
@@ -188,6 +190,163 @@ class PlanningMemo:
         default_factory=dict)
 
 
+@dataclass
+class _Planner:
+    """Decides, fact by fact, what one conversation changes; the stored state it reads does not change meanwhile."""
+
+    llm: ChatModel
+    store: Store
+    settings: ConflictSettings
+    priors: VolatilityPriors
+    meter: UsageMeter
+    memo: PlanningMemo
+    user_id: str
+    session_id: str
+    day: date
+    user_messages: list[str]
+    messages: tuple[MessageRecord, ...]
+    recorded_at: datetime
+    decisions: list[Decision]
+    checks: dict[str, list[int]] = field(default_factory=dict)  # checked fact's domain -> [checks, at stage 2]
+    touched: set[str] = field(default_factory=set)  # facts this write already confirmed, retired or expired
+
+    def check_pair(self, earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
+        """Is ``earlier`` still true once ``later_text`` holds? Asked of the model once per write, counted per plan."""
+        key = (earlier.text, earlier.valid_from, earlier.domain, later_text, later_day, tuple(later_words))
+        decision = self.memo.decisions.get(key)
+        if decision is None:
+            decision = judge_pair(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
+                                  earlier_volatility=self.priors.of(earlier.domain))
+            self.memo.decisions[key] = decision
+        counts = self.checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
+        counts[0] += 1
+        counts[1] += decision.stage is Stage.STAGE2
+        return decision
+
+    def plan_fact(
+        self, fact: ExtractedFact, evidence: list[int], embedding: list[float], found_for_fact: ProbeCandidates
+    ) -> None:
+        kind = FactKind(fact.kind)
+        words = [self.user_messages[i] for i in evidence]
+        source_ids = tuple(self.messages[i].id for i in evidence)
+        # A conversation dated before a fact was stated cannot make that fact stop being true.
+        found = select_candidates(found_for_fact, fact.topic, self.settings)
+        candidates = [c for c in found if c.fact.id not in self.touched and c.fact.valid_from <= self.day]
+        # ... but a fact stated after it may have made this conversation's fact untrue already
+        # (conversations written out of date order: imports, parallel writers).
+        later = [c for c in found if c.fact.valid_from > self.day]
+        decided: dict[str, PairDecision] = {}
+        repeated = self._repetition(fact, kind, candidates, later, words, decided)
+        if repeated is not None:
+            self.touched.add(repeated.fact.id)
+            self.decisions.append(Confirm(fact_id=repeated.fact.id, text=repeated.fact.text, said_as=fact.text,
+                                          source_message_ids=source_ids))
+            return
+        add = Add(NewFact(
+            id=f"fact-{uuid.uuid4()}", text=fact.text, topic=fact.topic, domain=self.priors.known(fact.domain),
+            inferred=fact.inferred, kind=kind, embedding=tuple(embedding), source_message_ids=source_ids,
+        ))
+        add_at = len(self.decisions)
+        self.decisions.append(add)
+        if self._check_earlier_facts(add.fact, candidates, words, decided):
+            # Stored as evidence against a fact it disputes, not reported as added, and not checked further.
+            self.decisions[add_at] = replace(add, reported=False)
+        elif kind is FactKind.STATE:
+            self._check_later_facts(add.fact, later)
+
+    def _repetition(
+        self, fact: ExtractedFact, kind: FactKind, candidates: list[Candidate], later: list[Candidate],
+        words: list[str], decided: dict[str, PairDecision],
+    ) -> Candidate | None:
+        """The stored fact this one says again, if any: the same words, or nearly and the check keeps it."""
+        repeatable = [*candidates, *(c for c in later if c.fact.id not in self.touched)]
+        repeated = next((c for c in repeatable if is_repetition(fact.text, fact.topic, c)), None)
+        if repeated is not None or kind is not FactKind.STATE:
+            return repeated
+        near = next((c for c in candidates
+                     if c.fact.kind is FactKind.STATE and is_near_repetition(fact.topic, c, self.settings)), None)
+        if near is None:
+            return None
+        decided[near.fact.id] = self.check_pair(near.fact, fact.text, self.day, words)
+        return None if decided[near.fact.id].retire else near
+
+    def _check_earlier_facts(
+        self, new: NewFact, candidates: list[Candidate], words: list[str], decided: dict[str, PairDecision]
+    ) -> bool:
+        """Expire, retire or keep each earlier candidate; True when the new fact only disputes one."""
+        retired_by_this = 0
+        for candidate in candidates:
+            earlier = candidate.fact
+            if earlier.id in self.touched:
+                continue
+            if moment_expires(new.kind, new.topic, earlier):
+                self.touched.add(earlier.id)
+                self.decisions.append(Expire(old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id,
+                                             new_text=new.text))
+                continue
+            if new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
+                continue
+            decision = decided.get(earlier.id) or self.check_pair(earlier, new.text, self.day, words)
+            needed = evidence_needed(len(earlier.confirmed_in), self.priors.of(earlier.domain))
+            contradictions = len(earlier.contradicted_in) + 1
+            resisted = decision.retire and new.inferred and needed is not None and contradictions < needed
+            if resisted and retired_by_this > 0:
+                # The new fact already replaced another fact, so it cannot become evidence; the
+                # well-confirmed fact still does not yield to it.
+                self.decisions.append(Keep(
+                    fact_id=earlier.id, text=earlier.text, against=new.text, stage=Stage.RESISTED,
+                    still_true_probability=decision.still_true_probability, reason=decision.reason,
+                ))
+                continue
+            if resisted and needed is not None:
+                # A weak blip against a well-confirmed, stable fact: kept as evidence, not acted on.
+                self.touched.add(earlier.id)
+                self.decisions.append(Disputed(
+                    old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id, new_text=new.text,
+                    reason=decision.reason, evidence=contradictions, evidence_needed=needed,
+                ))
+                return True
+            if decision.retire:
+                self.touched.add(earlier.id)
+                retired_by_this += 1
+                by_evidence = new.inferred and needed is not None
+                self.decisions.append(Retire(
+                    old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id, new_text=new.text,
+                    stage=Stage.EVIDENCE if by_evidence else decision.stage, reason=decision.reason,
+                    still_true_probability=decision.still_true_probability,
+                ))
+            else:
+                self.decisions.append(Keep(
+                    fact_id=earlier.id, text=earlier.text, against=new.text, stage=decision.stage,
+                    still_true_probability=decision.still_true_probability, reason=decision.reason,
+                ))
+        return False
+
+    def _check_later_facts(self, new: NewFact, later: list[Candidate]) -> None:
+        """The roles turn round: is this conversation's fact still true once a later-stated fact holds?"""
+        as_stored = Fact(
+            id=new.id, user_id=self.user_id, text=new.text, topic=new.topic, domain=new.domain, inferred=new.inferred,
+            kind=new.kind, status=FactStatus.CURRENT, valid_from=self.day, valid_to=None,
+            recorded_at=self.recorded_at, session_id=self.session_id,
+        )
+        for candidate in later:
+            if candidate.fact.kind is not FactKind.STATE:
+                continue
+            decision = self.check_pair(as_stored, candidate.fact.text, candidate.fact.valid_from, [])
+            if decision.retire:
+                self.decisions.append(Overtake(
+                    fact_id=new.id, text=new.text, by_fact_id=candidate.fact.id, by_text=candidate.fact.text,
+                    until=candidate.fact.valid_from, stage=decision.stage,
+                    reason=decision.reason or "a later fact had already made it untrue",
+                ))
+                return
+
+    def session_record(self) -> SessionRecord:
+        return SessionRecord(id=self.session_id, date=self.day, checks=tuple(
+            CheckCount(domain=domain, checks=run, flagged=flagged) for domain, (run, flagged) in self.checks.items()
+        ))
+
+
 def plan_write(
     *,
     llm: ChatModel,
@@ -220,23 +379,6 @@ def plan_write(
     if memo.embeddings is None:
         memo.embeddings = embedder.embed([fact.text for fact, _ in usable]) if usable else []
     embeddings = memo.embeddings
-    recorded_at = datetime.now(UTC)
-    checks: dict[str, list[int]] = {}  # domain of the checked fact -> [checks run, reached stage 2]
-    touched: set[str] = set()
-
-    def check_pair(earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
-        """Is ``earlier`` still true once ``later_text`` holds? Asked of the model once per write, counted per plan."""
-        key = (earlier.text, earlier.valid_from, earlier.domain, later_text, later_day, tuple(later_words))
-        decision = memo.decisions.get(key)
-        if decision is None:
-            decision = judge_pair(llm, meter, earlier, later_text, later_day, later_words, settings,
-                                  earlier_volatility=priors.of(earlier.domain))
-            memo.decisions[key] = decision
-        counts = checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
-        counts[0] += 1
-        counts[1] += decision.stage is Stage.STAGE2
-        return decision
-
     # The candidates of every new fact in one read: they depend on the stored state only, not on
     # what this write decides for the facts before it.
     probes = [
@@ -244,114 +386,16 @@ def plan_write(
         for (fact, _), embedding in zip(usable, embeddings, strict=True)
     ]
     found_per_fact = store.conflict_candidates(user_id, probes) if probes else []
-
+    planner = _Planner(
+        llm=llm, store=store, settings=settings, priors=priors, meter=meter, memo=memo, user_id=user_id,
+        session_id=session_id, day=day, user_messages=user_messages, messages=messages,
+        recorded_at=datetime.now(UTC), decisions=decisions,
+    )
     for (fact, evidence), embedding, found_for_fact in zip(usable, embeddings, found_per_fact, strict=True):
-        kind = FactKind(fact.kind)
-        domain = priors.known(fact.domain)
-        decided: dict[str, PairDecision] = {}
-
-        def judge(earlier: Fact, fact_text: str = fact.text, evidence: list[int] = evidence) -> PairDecision:
-            return check_pair(earlier, fact_text, day, [user_messages[i] for i in evidence])
-
-        source_ids = tuple(messages[i].id for i in evidence)
-        # A conversation dated before a fact was stated cannot make that fact stop being true.
-        found = select_candidates(found_for_fact, fact.topic, settings)
-        candidates = [c for c in found if c.fact.id not in touched and c.fact.valid_from <= day]
-        # ... but a fact stated after it may have made this conversation's fact untrue already
-        # (conversations written out of date order: imports, parallel writers).
-        later = [c for c in found if c.fact.valid_from > day]
-        repeatable = [*candidates, *(c for c in later if c.fact.id not in touched)]
-        repeated = next((c for c in repeatable if is_repetition(fact.text, fact.topic, c)), None)
-        if repeated is None and kind is FactKind.STATE:
-            near = next((c for c in candidates
-                         if c.fact.kind is FactKind.STATE and is_near_repetition(fact.topic, c, settings)), None)
-            if near is not None:
-                decided[near.fact.id] = judge(near.fact)
-                if not decided[near.fact.id].retire:
-                    repeated = near
-        if repeated is not None:
-            touched.add(repeated.fact.id)
-            decisions.append(Confirm(fact_id=repeated.fact.id, text=repeated.fact.text, said_as=fact.text,
-                                     source_message_ids=source_ids))
-            continue
-        new_id = f"fact-{uuid.uuid4()}"
-        add = Add(NewFact(
-            id=new_id, text=fact.text, topic=fact.topic, domain=domain, inferred=fact.inferred, kind=kind,
-            embedding=tuple(embedding), source_message_ids=source_ids,
-        ))
-        add_at = len(decisions)
-        decisions.append(add)
-        disputed = False
-        retired_by_this = 0
-        for candidate in candidates:
-            earlier = candidate.fact
-            if earlier.id in touched:
-                continue
-            if moment_expires(kind, fact.topic, earlier):
-                touched.add(earlier.id)
-                decisions.append(Expire(old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id,
-                                        new_text=fact.text))
-                continue
-            if kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
-                continue
-            decision = decided.get(earlier.id) or judge(earlier)
-            needed = evidence_needed(len(earlier.confirmed_in), priors.of(earlier.domain))
-            contradictions = len(earlier.contradicted_in) + 1
-            resisted = decision.retire and fact.inferred and needed is not None and contradictions < needed
-            if resisted and retired_by_this > 0:
-                # The new fact already replaced another fact, so it cannot become evidence; the
-                # well-confirmed fact still does not yield to it.
-                decisions.append(Keep(fact_id=earlier.id, text=earlier.text, against=fact.text, stage=Stage.RESISTED,
-                                      still_true_probability=decision.still_true_probability, reason=decision.reason))
-                continue
-            if resisted and needed is not None:
-                # A weak blip against a well-confirmed, stable fact: kept as evidence, not acted on. The new
-                # fact is stored as that evidence, but not reported as added.
-                touched.add(earlier.id)
-                decisions.append(Disputed(old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id,
-                                          new_text=fact.text, reason=decision.reason, evidence=contradictions,
-                                          evidence_needed=needed))
-                decisions[add_at] = replace(add, reported=False)
-                disputed = True
-                break
-            if decision.retire:
-                touched.add(earlier.id)
-                retired_by_this += 1
-                by_evidence = fact.inferred and needed is not None
-                decisions.append(Retire(
-                    old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new_id, new_text=fact.text,
-                    stage=Stage.EVIDENCE if by_evidence else decision.stage, reason=decision.reason,
-                    still_true_probability=decision.still_true_probability,
-                ))
-            else:
-                decisions.append(Keep(fact_id=earlier.id, text=earlier.text, against=fact.text, stage=decision.stage,
-                                      still_true_probability=decision.still_true_probability, reason=decision.reason))
-        if not disputed and kind is FactKind.STATE:
-            # The roles turn round: is this conversation's fact still true once the later fact holds?
-            as_stored = Fact(
-                id=new_id, user_id=user_id, text=fact.text, topic=fact.topic, domain=domain, inferred=fact.inferred,
-                kind=kind, status=FactStatus.CURRENT, valid_from=day, valid_to=None,
-                recorded_at=recorded_at, session_id=session_id,
-            )
-            for candidate in later:
-                if candidate.fact.kind is not FactKind.STATE:
-                    continue
-                decision = check_pair(as_stored, candidate.fact.text, candidate.fact.valid_from, [])
-                if not decision.retire:
-                    continue
-                decisions.append(Overtake(
-                    fact_id=new_id, text=fact.text, by_fact_id=candidate.fact.id, by_text=candidate.fact.text,
-                    until=candidate.fact.valid_from, stage=decision.stage,
-                    reason=decision.reason or "a later fact had already made it untrue",
-                ))
-                break
-
-    session_record = SessionRecord(id=session_id, date=day, checks=tuple(
-        CheckCount(domain=domain_name, checks=run, flagged=flagged) for domain_name, (run, flagged) in checks.items()
-    ))
+        planner.plan_fact(fact, evidence, embedding, found_for_fact)
     # Validated on construction, so a planning bug cannot reach the store.
     change = SessionWrite(
-        user_id=user_id, session=session_record, recorded_at=recorded_at, messages=messages,
+        user_id=user_id, session=planner.session_record(), recorded_at=planner.recorded_at, messages=messages,
         based_on_revision=revision, **session_changes(decisions),
     )
     return WritePlan(change=change, decisions=tuple(decisions))
