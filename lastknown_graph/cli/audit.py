@@ -14,12 +14,12 @@ from datetime import date, datetime
 from typing import Any
 
 import neo4j
-from neo4j import GraphDatabase
 from neo4j import exceptions as neo4j_errors
 
 from lastknown_graph.cli.runtime import Options, StoreSpec, jsonable
 from lastknown_graph.config import load_settings
-from lastknown_graph.errors import InvalidInputError, StoreError, StoreUnavailableError
+from lastknown_graph.errors import InvalidInputError
+from lastknown_graph.store.neo4j.connection import Neo4jTarget, open_driver, translated_errors
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary, Query
 
 AUDIT_PREFIX = "audit_"
@@ -157,36 +157,18 @@ def _with_driver(
     spec: StoreSpec, options: Options, name: str,
     action: Callable[[neo4j.Session], tuple[list[str], list[dict[str, Any]]]],
 ) -> tuple[list[str], list[dict[str, Any]]]:
-    env = load_settings()
-    user = options.neo4j_user or env.neo4j_user
-    password = options.neo4j_password
-    if password is None:
-        password = env.neo4j_password.get_secret_value()
-    database = env.neo4j_database
+    target = Neo4jTarget.resolve(load_settings(), spec.location, options.neo4j_user, options.neo4j_password)
+    driver = open_driver(target, options.store_timeout_s)
     try:
-        driver = GraphDatabase.driver(
-            spec.location, auth=(user, password), notifications_min_severity="OFF",
-            max_transaction_retry_time=options.store_timeout_s,
-            connection_timeout=min(options.store_timeout_s, 30.0),
-            connection_acquisition_timeout=min(options.store_timeout_s, 30.0),
-        )
-    except (ValueError, neo4j_errors.ConfigurationError) as exc:
-        raise StoreError(f"bad Neo4j settings for {spec.location}: {exc}") from exc
-    try:
-        with driver.session(database=database) as session:
-            return action(session)
-    except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
-        raise StoreUnavailableError(f"Neo4j at {spec.location} is unavailable: {exc}") from exc
-    except neo4j_errors.AuthError as exc:
-        raise StoreUnavailableError(f"Neo4j at {spec.location} refused the credentials: {exc.message}") from exc
-    except neo4j_errors.ClientError as exc:
-        if "AccessMode" in (exc.code or ""):
-            raise InvalidInputError(f"{name} writes to the database; audit only runs read queries") from exc
-        raise InvalidInputError(f"Neo4j refused {name}: {exc.code}: {exc.message}") from exc
-    except neo4j_errors.Neo4jError as exc:
-        raise StoreError(f"Neo4j failed to run {name}: {exc.code}: {exc.message}") from exc
-    except neo4j_errors.DriverError as exc:
-        raise StoreUnavailableError(f"Neo4j driver failed to run {name}: {exc}") from exc
+        with translated_errors(spec.location, f"run {name}"), driver.session(database=target.database) as session:
+            try:
+                return action(session)
+            except neo4j_errors.AuthError:
+                raise  # a refused login is the server being unusable, not a bad query
+            except neo4j_errors.ClientError as exc:
+                if "AccessMode" in (exc.code or ""):
+                    raise InvalidInputError(f"{name} writes to the database; audit only runs read queries") from exc
+                raise InvalidInputError(f"Neo4j refused {name}: {exc.code}: {exc.message}") from exc
     finally:
         driver.close()
 

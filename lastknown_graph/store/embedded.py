@@ -19,7 +19,7 @@ import threading
 import uuid
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,11 @@ from lastknown_graph.domain.models import (
     Fact,
     FactStatus,
     HistoryEntry,
+    MessageRecord,
     ProbeCandidates,
     ReplacementLink,
     ScoredFact,
+    SessionRecord,
     SessionWrite,
     TimelineEvent,
     TimelineEventKind,
@@ -59,6 +61,7 @@ from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCac
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
     REDACTED_REASON,
+    assembled_export,
     check_k,
     check_query_embedding,
     checks_from_props,
@@ -122,6 +125,52 @@ def _memory_token(graph: nx.MultiDiGraph, user_id: str) -> str | None:
 
 def _new_user_node(graph: nx.MultiDiGraph, user_id: str) -> None:
     graph.add_node(_user_key(user_id), label="User", id=user_id, epoch=uuid.uuid4().hex)
+
+# Nodes and edges are made here only, so a written session and an imported user have the same shape.
+def _add_session(graph: nx.MultiDiGraph, user_id: str, session: SessionRecord | ExportedSession) -> str:
+    key = _session_key(user_id, session.id)
+    graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date,
+                   **checks_to_props(session.checks))
+    graph.add_edge(_user_key(user_id), key, key="HAD")
+    return key
+
+
+def _add_message(
+    graph: nx.MultiDiGraph, user_id: str, session_id: str, message: MessageRecord | ExportedMessage, *,
+    redacted: bool = False,
+) -> None:
+    key = _message_key(message.id)
+    graph.add_node(
+        key, label="Message", id=message.id, user_id=user_id, session_id=session_id,
+        index=message.index, role=str(message.role), text=message.text, redacted=redacted,
+    )
+    graph.add_edge(_session_key(user_id, session_id), key, key="CONTAINS")
+
+
+def _add_fact(graph: nx.MultiDiGraph, user_id: str, fact: ExportedFact) -> None:
+    key = _fact_key(fact.id)
+    graph.add_node(
+        key, label="Fact", id=fact.id, user_id=user_id, text=fact.text, topic=fact.topic, domain=fact.domain,
+        inferred=fact.inferred, kind=str(fact.kind), status=str(fact.status), valid_from=fact.valid_from,
+        valid_to=fact.valid_to, recorded_at=fact.recorded_at, session_id=fact.session_id,
+        embedding=np.asarray(fact.embedding, dtype=np.float32),
+    )
+    graph.add_edge(_user_key(user_id), key, key="KNOWS")
+    _add_sources(graph, fact.id, fact.source_message_ids)
+
+
+def _add_sources(graph: nx.MultiDiGraph, fact_id: str, message_ids: Sequence[str]) -> None:
+    for message_id in message_ids:
+        graph.add_edge(_fact_key(fact_id), _message_key(message_id), key="FROM")
+
+
+def _add_replacement(
+    graph: nx.MultiDiGraph, edge: str, new_fact_id: str, old_fact_id: str, *, session_id: str, at: date,
+    stage: str | None, reason: str | None,
+) -> None:
+    graph.add_edge(_fact_key(new_fact_id), _fact_key(old_fact_id), key=edge, session_id=session_id, at=at,
+                   stage=stage, reason=reason)
+
 
 
 def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: list[str]) -> None:
@@ -353,63 +402,40 @@ class EmbeddedStore:
             if user_key not in graph:
                 _new_user_node(graph, user_id)
             graph.nodes[user_key]["revision"] = revision + 1
-            graph.add_node(session_key, label="Session", id=session.id, user_id=user_id, date=session.date,
-                           **checks_to_props(session.checks))
-            graph.add_edge(user_key, session_key, key="HAD")
+            _add_session(graph, user_id, session)
             for message in change.messages:
-                key = _message_key(message.id)
-                graph.add_node(
-                    key, label="Message", id=message.id, user_id=user_id, session_id=session.id,
-                    index=message.index, role=str(message.role), text=message.text, redacted=False,
-                )
-                graph.add_edge(session_key, key, key="CONTAINS")
+                _add_message(graph, user_id, session.id, message)
             disputed = change.disputed_fact_ids
             for new_fact in change.new_facts:
-                key = _fact_key(new_fact.id)
                 status = FactStatus.DISPUTED if new_fact.id in disputed else FactStatus.CURRENT
-                graph.add_node(
-                    key, label="Fact", id=new_fact.id, user_id=user_id, text=new_fact.text,
-                    topic=new_fact.topic, domain=new_fact.domain, inferred=new_fact.inferred,
-                    kind=str(new_fact.kind), status=str(status), valid_from=session.date,
+                _add_fact(graph, user_id, ExportedFact(
+                    id=new_fact.id, text=new_fact.text, topic=new_fact.topic, domain=new_fact.domain,
+                    inferred=new_fact.inferred, kind=new_fact.kind, status=status, valid_from=session.date,
                     valid_to=None, recorded_at=change.recorded_at, session_id=session.id,
-                    embedding=np.asarray(new_fact.embedding, dtype=np.float32),
-                )
-                graph.add_edge(user_key, key, key="KNOWS")
-                for message_id in new_fact.source_message_ids:
-                    graph.add_edge(key, _message_key(message_id), key="FROM")
+                    embedding=new_fact.embedding, source_message_ids=new_fact.source_message_ids,
+                ))
             for confirmation in change.confirmations:
-                key = _fact_key(confirmation.fact_id)
-                graph.add_edge(key, session_key, key="CONFIRMED_IN", at=session.date)
-                for message_id in confirmation.source_message_ids:
-                    graph.add_edge(key, _message_key(message_id), key="FROM")
+                graph.add_edge(_fact_key(confirmation.fact_id), session_key, key="CONFIRMED_IN", at=session.date)
+                _add_sources(graph, confirmation.fact_id, confirmation.source_message_ids)
             for retirement in change.retirements:
-                old_key = _fact_key(retirement.old_fact_id)
-                graph.nodes[old_key].update(status=str(FactStatus.RETIRED), valid_to=session.date)
-                graph.add_edge(
-                    _fact_key(retirement.new_fact_id), old_key, key="SUPERSEDES", session_id=session.id,
-                    at=session.date, stage=retirement.stage, reason=retirement.reason,
-                )
+                graph.nodes[_fact_key(retirement.old_fact_id)].update(status=str(FactStatus.RETIRED),
+                                                                      valid_to=session.date)
+                _add_replacement(graph, "SUPERSEDES", retirement.new_fact_id, retirement.old_fact_id,
+                                 session_id=session.id, at=session.date, stage=retirement.stage,
+                                 reason=retirement.reason)
             for expiry in change.expiries:
-                old_key = _fact_key(expiry.old_fact_id)
-                graph.nodes[old_key].update(status=str(FactStatus.EXPIRED), valid_to=session.date)
-                graph.add_edge(
-                    _fact_key(expiry.new_fact_id), old_key, key="EXPIRES", session_id=session.id,
-                    at=session.date, stage=None, reason=None,
-                )
+                graph.nodes[_fact_key(expiry.old_fact_id)].update(status=str(FactStatus.EXPIRED), valid_to=session.date)
+                _add_replacement(graph, "EXPIRES", expiry.new_fact_id, expiry.old_fact_id, session_id=session.id,
+                                 at=session.date, stage=None, reason=None)
             for dispute in change.disputes:
-                graph.add_edge(
-                    _fact_key(dispute.new_fact_id), _fact_key(dispute.old_fact_id), key="CONTRADICTS",
-                    session_id=session.id, at=session.date, stage=None, reason=dispute.reason,
-                )
+                _add_replacement(graph, "CONTRADICTS", dispute.new_fact_id, dispute.old_fact_id,
+                                 session_id=session.id, at=session.date, stage=None, reason=dispute.reason)
             for late in change.overtaken:
-                new_key = _fact_key(late.new_fact_id)
-                graph.nodes[new_key].update(status=str(FactStatus.RETIRED), valid_to=late.until)
-                later_key = _fact_key(late.by_fact_id)
+                graph.nodes[_fact_key(late.new_fact_id)].update(status=str(FactStatus.RETIRED), valid_to=late.until)
                 # Like every replacement, the link belongs to the session of the replacing fact.
-                graph.add_edge(
-                    later_key, new_key, key="SUPERSEDES", session_id=graph.nodes[later_key]["session_id"],
-                    at=late.until, stage=late.stage, reason=late.reason,
-                )
+                _add_replacement(graph, "SUPERSEDES", late.by_fact_id, late.new_fact_id,
+                                 session_id=graph.nodes[_fact_key(late.by_fact_id)]["session_id"], at=late.until,
+                                 stage=late.stage, reason=late.reason)
         return WriteOutcome(applied=True, already_written=False)
 
     def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
@@ -464,39 +490,19 @@ class EmbeddedStore:
             _refuse_used_ids(graph, [f.id for f in export.facts], [m.id for m in export.messages])
             _new_user_node(graph, user_id)
             for session in export.sessions:
-                key = _session_key(user_id, session.id)
-                graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date,
-                               **checks_to_props(session.checks))
-                graph.add_edge(user_key, key, key="HAD")
+                _add_session(graph, user_id, session)
             for message in export.messages:
-                key = _message_key(message.id)
-                graph.add_node(
-                    key, label="Message", id=message.id, user_id=user_id, session_id=message.session_id,
-                    index=message.index, role=str(message.role), text=message.text, redacted=message.redacted,
-                )
-                graph.add_edge(_session_key(user_id, message.session_id), key, key="CONTAINS")
+                _add_message(graph, user_id, message.session_id, message, redacted=message.redacted)
             for fact in export.facts:
-                key = _fact_key(fact.id)
-                graph.add_node(
-                    key, label="Fact", id=fact.id, user_id=user_id, text=fact.text, topic=fact.topic,
-                    domain=fact.domain, inferred=fact.inferred, kind=str(fact.kind), status=str(fact.status),
-                    valid_from=fact.valid_from, valid_to=fact.valid_to, recorded_at=fact.recorded_at,
-                    session_id=fact.session_id, embedding=np.asarray(fact.embedding, dtype=np.float32),
-                )
-                graph.add_edge(user_key, key, key="KNOWS")
-                for message_id in fact.source_message_ids:
-                    graph.add_edge(key, _message_key(message_id), key="FROM")
+                _add_fact(graph, user_id, fact)
             for confirmation in export.confirmations:
                 graph.add_edge(
                     _fact_key(confirmation.fact_id), _session_key(user_id, confirmation.session_id),
                     key="CONFIRMED_IN", at=confirmation.at,
                 )
             for link in export.replacements:
-                graph.add_edge(
-                    _fact_key(link.new_fact_id), _fact_key(link.old_fact_id),
-                    key=_EDGE_OF_RELATION[link.relation],
-                    session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason,
-                )
+                _add_replacement(graph, _EDGE_OF_RELATION[link.relation], link.new_fact_id, link.old_fact_id,
+                                 session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason)
 
     # ------------------------------------------------------------------ reads
 
@@ -726,10 +732,7 @@ class EmbeddedStore:
                     recorded_at=f["recorded_at"], session_id=f["session_id"],
                     embedding=tuple(float(x) for x in f["embedding"]), source_message_ids=tuple(sources),
                 ))
-        return UserExport(
-            user_id=user_id, sessions=tuple(sessions), messages=tuple(messages), facts=tuple(facts),
-            confirmations=tuple(confirmations), replacements=tuple(replacements),
-        ).canonical().model_copy(update={"exported_at": datetime.now(UTC)})
+        return assembled_export(user_id, sessions, messages, facts, confirmations, replacements)
 
     def list_users(self) -> list[str]:
         with self._locked(exclusive=False):

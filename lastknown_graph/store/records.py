@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from lastknown_graph.domain.models import (
     CheckCount,
+    ExportedConfirmation,
+    ExportedFact,
+    ExportedMessage,
+    ExportedReplacement,
+    ExportedSession,
     Fact,
     FactStatus,
     HistoryEntry,
     ReplacementLink,
     TimelineEvent,
     TimelineEventKind,
+    UserExport,
 )
 
 FACT_FIELDS = (
@@ -153,3 +159,19 @@ def checks_from_props(props: Mapping[str, Any]) -> tuple[CheckCount, ...]:
         CheckCount(domain=d, checks=c, flagged=f)
         for d, c, f in zip(domains, props.get("checks") or [], props.get("flagged") or [], strict=True)
     )
+
+
+def assembled_export(
+    user_id: str,
+    sessions: Iterable[ExportedSession],
+    messages: Iterable[ExportedMessage],
+    facts: Iterable[ExportedFact],
+    confirmations: Iterable[ExportedConfirmation],
+    replacements: Iterable[ExportedReplacement],
+) -> UserExport:
+    """One user's export from the parts a store read, in canonical order (so both stores export the same bytes
+    for the same memory), stamped with the time of export."""
+    return UserExport(
+        user_id=user_id, sessions=tuple(sessions), messages=tuple(messages), facts=tuple(facts),
+        confirmations=tuple(confirmations), replacements=tuple(replacements),
+    ).canonical().model_copy(update={"exported_at": datetime.now(UTC)})

@@ -8,17 +8,16 @@ serialised inside Neo4j, across processes and machines.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, date, datetime
+from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager
+from datetime import date
 from typing import Any, TypeVar, cast
 
 import neo4j
 import numpy as np
-from neo4j import GraphDatabase, ManagedTransaction
-from neo4j import exceptions as neo4j_errors
+from neo4j import ManagedTransaction
 
-from lastknown_graph.config import DEFAULT_NEO4J_URI, Settings, load_settings
+from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.domain.models import (
     CandidateProbe,
     DeletionReport,
@@ -42,15 +41,16 @@ from lastknown_graph.errors import (
     SchemaMismatchError,
     StaleStateError,
     StoreError,
-    StoreUnavailableError,
     UnknownUserError,
     UserExistsError,
 )
 from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
+from lastknown_graph.store.neo4j.connection import Neo4jTarget, open_driver, translated_errors
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
     REDACTED_REASON,
+    assembled_export,
     check_k,
     check_query_embedding,
     checks_from_props,
@@ -118,11 +118,9 @@ class Neo4jStore:
         settings: Settings | None = None,
     ) -> None:
         """Connection arguments left out come from ``settings`` (default: the environment's, ``LASTKNOWN_NEO4J_*``)."""
-        env = settings or load_settings()
-        self._uri = uri or env.neo4j_uri or DEFAULT_NEO4J_URI
-        user = user or env.neo4j_user
-        password = password if password is not None else env.neo4j_password.get_secret_value()
-        self._database = database or env.neo4j_database
+        target = Neo4jTarget.resolve(settings or load_settings(), uri, user, password, database)
+        self._uri = target.uri
+        self._database = target.database
         self._library = library or CypherLibrary()
         self._exact_scan_max_facts = exact_scan_max_facts
         self._dimension: int | None = None
@@ -130,19 +128,7 @@ class Neo4jStore:
         self._turns = UserTurns()
         self._histories = HistoryCache(cached_users)
         self._cache_settle_ms = cache_settle_ms
-        try:
-            # Server notifications (e.g. "label does not exist yet" on a fresh database) are not errors.
-            self._driver = driver or GraphDatabase.driver(
-                self._uri,
-                auth=(user, password),
-                notifications_min_severity="OFF",
-                max_transaction_retry_time=retry_seconds,
-                connection_timeout=min(retry_seconds, 30.0),
-                # A stalled handshake would otherwise wait for the driver's 60 s default.
-                connection_acquisition_timeout=min(retry_seconds, 30.0),
-            )
-        except (ValueError, neo4j_errors.ConfigurationError) as exc:
-            raise StoreError(f"bad Neo4j settings for {self._uri}: {exc}") from exc
+        self._driver = driver or open_driver(target, retry_seconds)
 
     @property
     def uri(self) -> str:
@@ -153,18 +139,8 @@ class Neo4jStore:
 
     # ------------------------------------------------------------------ plumbing
 
-    @contextmanager
-    def _translated_errors(self, action: str) -> Iterator[None]:
-        try:
-            yield
-        except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as exc:
-            raise StoreUnavailableError(f"Neo4j at {self._uri} is unavailable while trying to {action}: {exc}") from exc
-        except neo4j_errors.AuthError as exc:
-            raise StoreUnavailableError(f"Neo4j at {self._uri} refused the credentials: {exc.message}") from exc
-        except neo4j_errors.Neo4jError as exc:
-            raise StoreError(f"Neo4j failed to {action}: {exc.code}: {exc.message}") from exc
-        except neo4j_errors.DriverError as exc:
-            raise StoreUnavailableError(f"Neo4j driver failed to {action}: {exc}") from exc
+    def _translated_errors(self, action: str) -> AbstractContextManager[None]:
+        return translated_errors(self._uri, action)
 
     def _run(self, tx: ManagedTransaction, name: str, **parameters: Any) -> list[dict[str, Any]]:
         result = tx.run(self._library.get(name).text, parameters)
@@ -579,10 +555,7 @@ class Neo4jStore:
             replacements += [
                 ExportedReplacement(new_fact_id=f["id"], **r | {"at": to_day(r["at"])}) for r in row["replacements"]
             ]
-        return UserExport(
-            user_id=user_id, sessions=tuple(sessions), messages=tuple(messages), facts=tuple(facts),
-            confirmations=tuple(confirmations), replacements=tuple(replacements),
-        ).canonical().model_copy(update={"exported_at": datetime.now(UTC)})
+        return assembled_export(user_id, sessions, messages, facts, confirmations, replacements)
 
     def list_users(self) -> list[str]:
         return [row["id"] for row in self._query("list_users")]
