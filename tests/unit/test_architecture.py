@@ -8,6 +8,7 @@ never the other way round. Read from the source's import statements, so a new mo
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lastknown_graph"
@@ -74,3 +75,15 @@ def test_the_scripted_server_knows_the_wire_not_the_client() -> None:
     # It stands in for any OpenAI-compatible server, so it may share the wire's conventions (llm.wire) but not
     # the client's code: a double built from the client's internals would agree with the client's bugs.
     assert not {t for t in _import_graph()["testing.scripted_server"] if t.startswith("llm.client")}
+
+
+def test_the_architecture_map_names_only_folders_that_exist() -> None:
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:lastknown_graph|tests|bench|cypher)(?:/[\w.]+)*/?)`", doc))
+    assert len(named) > 15  # the map is read: a broken pattern would make this test vacuous
+    missing = sorted(path for path in named if not (PACKAGE.parent / path.rstrip("/")).exists())
+    assert missing == []
+    # ... and every package folder is on the map
+    folders = {f"lastknown_graph/{p.parent.relative_to(PACKAGE).as_posix()}/" for p in PACKAGE.rglob("__init__.py")
+               if p.parent != PACKAGE}
+    assert folders - named == set()
