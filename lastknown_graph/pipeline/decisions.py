@@ -1,4 +1,4 @@
-"""What planning a write decides, one type per kind of outcome: each makes its own store change and report entry.
+"""What planning a write decides, one type per kind of outcome: each is its report entry and makes its store change.
 
 A plan is a list of decisions. ``session_changes`` turns them into the fields of the one ``SessionWrite`` the store
 applies, ``report_entries`` into the fields of the ``WriteReport`` the caller gets, so what is stored and what is
@@ -8,7 +8,6 @@ reported can never disagree. A new kind of outcome is one class here (and its re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
 
 from lastknown_graph.domain.models import (
     Confirmation,
@@ -28,7 +27,6 @@ from lastknown_graph.domain.reports import (
     RejectedFact,
     RetiredFact,
 )
-from lastknown_graph.domain.stages import Stage
 
 StoreChange = NewFact | Confirmation | Retirement | Expiry | Dispute | Overtaken
 ReportEntry = (
@@ -46,6 +44,7 @@ class Add:
     def change(self) -> StoreChange | None:
         return self.fact
 
+    @property
     def entry(self) -> ReportEntry | None:
         if not self.reported:
             return None
@@ -55,125 +54,74 @@ class Add:
 
 @dataclass(frozen=True)
 class Confirm:
-    fact_id: str
-    text: str
-    said_as: str
-    source_message_ids: tuple[str, ...]
+    entry: ConfirmedFact
+    source_message_ids: tuple[str, ...]  # the turns that said it again
 
     def change(self) -> StoreChange | None:
-        return Confirmation(fact_id=self.fact_id, source_message_ids=self.source_message_ids)
-
-    def entry(self) -> ReportEntry | None:
-        return ConfirmedFact(fact_id=self.fact_id, text=self.text, said_as=self.said_as)
+        return Confirmation(fact_id=self.entry.fact_id, source_message_ids=self.source_message_ids)
 
 
 @dataclass(frozen=True)
 class Retire:
-    old_fact_id: str
-    old_text: str
-    new_fact_id: str
-    new_text: str
-    stage: Stage
-    reason: str
-    still_true_probability: float | None
+    entry: RetiredFact
 
     def change(self) -> StoreChange | None:
-        return Retirement(old_fact_id=self.old_fact_id, new_fact_id=self.new_fact_id, stage=self.stage,
-                          reason=self.reason or "no longer true")
-
-    def entry(self) -> ReportEntry | None:
-        return RetiredFact(old_fact_id=self.old_fact_id, old_text=self.old_text, new_fact_id=self.new_fact_id,
-                           new_text=self.new_text, stage=self.stage, reason=self.reason,
-                           still_true_probability=self.still_true_probability)
+        e = self.entry
+        return Retirement(old_fact_id=e.old_fact_id, new_fact_id=e.new_fact_id, stage=e.stage,
+                          reason=e.reason or "no longer true")
 
 
 @dataclass(frozen=True)
 class Expire:
-    old_fact_id: str
-    old_text: str
-    new_fact_id: str
-    new_text: str
+    entry: ExpiredFact
 
     def change(self) -> StoreChange | None:
-        return Expiry(old_fact_id=self.old_fact_id, new_fact_id=self.new_fact_id)
-
-    def entry(self) -> ReportEntry | None:
-        return ExpiredFact(old_fact_id=self.old_fact_id, old_text=self.old_text, new_fact_id=self.new_fact_id,
-                           new_text=self.new_text)
+        return Expiry(old_fact_id=self.entry.old_fact_id, new_fact_id=self.entry.new_fact_id)
 
 
 @dataclass(frozen=True)
 class Disputed:
-    old_fact_id: str
-    old_text: str
-    new_fact_id: str
-    new_text: str
-    reason: str
-    evidence: int
-    evidence_needed: int
+    entry: DisputedFact
 
     def change(self) -> StoreChange | None:
-        return Dispute(old_fact_id=self.old_fact_id, new_fact_id=self.new_fact_id,
-                       reason=self.reason or "contradicts it")
-
-    def entry(self) -> ReportEntry | None:
-        return DisputedFact(old_fact_id=self.old_fact_id, old_text=self.old_text, new_fact_id=self.new_fact_id,
-                            new_text=self.new_text, reason=self.reason, evidence=self.evidence,
-                            evidence_needed=self.evidence_needed)
+        e = self.entry
+        return Dispute(old_fact_id=e.old_fact_id, new_fact_id=e.new_fact_id, reason=e.reason or "contradicts it")
 
 
 @dataclass(frozen=True)
 class Overtake:
     """This conversation's new fact was already made untrue by a fact stated on a later day."""
 
-    fact_id: str
-    text: str
-    by_fact_id: str
-    by_text: str
-    until: date
-    stage: Stage
-    reason: str
+    entry: OvertakenFact
 
     def change(self) -> StoreChange | None:
-        return Overtaken(new_fact_id=self.fact_id, by_fact_id=self.by_fact_id, until=self.until, stage=self.stage,
-                         reason=self.reason)
-
-    def entry(self) -> ReportEntry | None:
-        return OvertakenFact(fact_id=self.fact_id, text=self.text, by_fact_id=self.by_fact_id, by_text=self.by_text,
-                             until=self.until, stage=self.stage, reason=self.reason)
+        e = self.entry
+        return Overtaken(new_fact_id=e.fact_id, by_fact_id=e.by_fact_id, until=e.until, stage=e.stage,
+                         reason=e.reason)
 
 
 @dataclass(frozen=True)
 class Keep:
     """A checked fact stays true; nothing is stored, the report says why."""
 
-    fact_id: str
-    text: str
-    against: str
-    stage: Stage
-    still_true_probability: float | None
-    reason: str
+    entry: KeptFact
 
     def change(self) -> StoreChange | None:
         return None
-
-    def entry(self) -> ReportEntry | None:
-        return KeptFact(fact_id=self.fact_id, text=self.text, against=self.against, stage=self.stage,
-                        still_true_probability=self.still_true_probability, reason=self.reason)
 
 
 @dataclass(frozen=True)
 class Reject:
     """An extracted fact the checks refused; nothing is stored."""
 
-    text: str
-    reason: str
+    entry: RejectedFact
+
+    @classmethod
+    def of(cls, text: str, reason: str) -> Reject:
+        return cls(RejectedFact(text=text, reason=reason))
 
     def change(self) -> StoreChange | None:
         return None
-
-    def entry(self) -> ReportEntry | None:
-        return RejectedFact(text=self.text, reason=self.reason)
 
 
 Decision = Add | Confirm | Retire | Expire | Disputed | Overtake | Keep | Reject
@@ -202,7 +150,7 @@ def report_entries(decisions: list[Decision]) -> dict[str, tuple[ReportEntry, ..
     """The WriteReport fields the decisions fill, each in decision order."""
     grouped: dict[str, list[ReportEntry]] = {name: [] for name in _REPORT_FIELDS.values()}
     for decision in decisions:
-        entry = decision.entry()
+        entry = decision.entry
         if entry is not None:
             grouped[_REPORT_FIELDS[type(entry)]].append(entry)
     return {name: tuple(entries) for name, entries in grouped.items()}

@@ -24,6 +24,14 @@ from lastknown_graph.domain.models import (
     SessionRecord,
     SessionWrite,
 )
+from lastknown_graph.domain.reports import (
+    ConfirmedFact,
+    DisputedFact,
+    ExpiredFact,
+    KeptFact,
+    OvertakenFact,
+    RetiredFact,
+)
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.validation import check_text
 from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget, evidence_needed
@@ -120,35 +128,35 @@ def _usable_facts(
         text, topic = fact.text.strip(), topic_key(fact.topic)
         if normalised(text) in copied:
             # Small models copy a prompt's example into their answer; the user never said it.
-            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
+            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
             continue
         if not text or not topic:
             reason = f"empty text or unusable topic {fact.topic[:80]!r}"
-            rejected.append(Reject(text=fact.text[:MAX_FACT_CHARS], reason=reason))
+            rejected.append(Reject.of(text=fact.text[:MAX_FACT_CHARS], reason=reason))
             continue
         try:
             check_text(text)
         except ValueError as exc:
-            rejected.append(Reject(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
+            rejected.append(Reject.of(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
             continue
         if shares_no_word(text, user_messages) and mostly_words_of(text, example):
             # The example reworded ("Works as a fire station employee"): still not the user's.
-            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
+            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
             continue
         if from_impersonal_requests(text, user_messages):
-            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="from a request that says nothing "
+            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="from a request that says nothing "
                                          "about the user"))
             continue
         if invented_quote(text, user_messages):
-            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="a quote the user never wrote"))
+            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="a quote the user never wrote"))
             continue
         if reads_like_an_answer(text, user_messages):
-            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason="not about the user: world knowledge "
+            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="not about the user: world knowledge "
                                          "in answer to them"))
             continue
         if len(text) > MAX_FACT_CHARS:
             reason = f"longer than {MAX_FACT_CHARS} characters"
-            rejected.append(Reject(text=text[:MAX_FACT_CHARS], reason=reason))
+            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason=reason))
             continue
         evidence = sorted({i for i in fact.evidence if 0 <= i < len(user_messages)})
         if len(evidence) != len(set(fact.evidence)):
@@ -156,7 +164,7 @@ def _usable_facts(
         if not fact.inferred:
             missing = ungrounded_terms(text, user_messages)
             if missing:
-                rejected.append(Reject(text=text, reason=f"not in the user's words: {', '.join(missing)}"))
+                rejected.append(Reject.of(text=text, reason=f"not in the user's words: {', '.join(missing)}"))
                 continue
             if shares_no_word(text, user_messages):
                 # Not the user's words restated: at best what they imply ("I outgrew it" -> "Is no longer
@@ -239,8 +247,8 @@ class _Planner:
         repeated = self._repetition(fact, kind, candidates, later, words, decided)
         if repeated is not None:
             self.touched.add(repeated.fact.id)
-            self.decisions.append(Confirm(fact_id=repeated.fact.id, text=repeated.fact.text, said_as=fact.text,
-                                          source_message_ids=source_ids))
+            self.decisions.append(Confirm(ConfirmedFact(fact_id=repeated.fact.id, text=repeated.fact.text,
+                                                        said_as=fact.text), source_ids))
             return
         add = Add(NewFact(
             id=f"fact-{uuid.uuid4()}", text=fact.text, topic=fact.topic, domain=self.priors.known(fact.domain),
@@ -281,8 +289,8 @@ class _Planner:
                 continue
             if moment_expires(new.kind, new.topic, earlier):
                 self.touched.add(earlier.id)
-                self.decisions.append(Expire(old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id,
-                                             new_text=new.text))
+                self.decisions.append(Expire(ExpiredFact(old_fact_id=earlier.id, old_text=earlier.text,
+                                                         new_fact_id=new.id, new_text=new.text)))
                 continue
             if new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
                 continue
@@ -293,33 +301,33 @@ class _Planner:
             if resisted and retired_by_this > 0:
                 # The new fact already replaced another fact, so it cannot become evidence; the
                 # well-confirmed fact still does not yield to it.
-                self.decisions.append(Keep(
+                self.decisions.append(Keep(KeptFact(
                     fact_id=earlier.id, text=earlier.text, against=new.text, stage=Stage.RESISTED,
                     still_true_probability=decision.still_true_probability, reason=decision.reason,
-                ))
+                )))
                 continue
             if resisted and needed is not None:
                 # A weak blip against a well-confirmed, stable fact: kept as evidence, not acted on.
                 self.touched.add(earlier.id)
-                self.decisions.append(Disputed(
+                self.decisions.append(Disputed(DisputedFact(
                     old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id, new_text=new.text,
                     reason=decision.reason, evidence=contradictions, evidence_needed=needed,
-                ))
+                )))
                 return True
             if decision.retire:
                 self.touched.add(earlier.id)
                 retired_by_this += 1
                 by_evidence = new.inferred and needed is not None
-                self.decisions.append(Retire(
+                self.decisions.append(Retire(RetiredFact(
                     old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id, new_text=new.text,
                     stage=Stage.EVIDENCE if by_evidence else decision.stage, reason=decision.reason,
                     still_true_probability=decision.still_true_probability,
-                ))
+                )))
             else:
-                self.decisions.append(Keep(
+                self.decisions.append(Keep(KeptFact(
                     fact_id=earlier.id, text=earlier.text, against=new.text, stage=decision.stage,
                     still_true_probability=decision.still_true_probability, reason=decision.reason,
-                ))
+                )))
         return False
 
     def _check_later_facts(self, new: NewFact, later: list[Candidate]) -> None:
@@ -334,11 +342,11 @@ class _Planner:
                 continue
             decision = self.check_pair(as_stored, candidate.fact.text, candidate.fact.valid_from, [])
             if decision.retire:
-                self.decisions.append(Overtake(
+                self.decisions.append(Overtake(OvertakenFact(
                     fact_id=new.id, text=new.text, by_fact_id=candidate.fact.id, by_text=candidate.fact.text,
                     until=candidate.fact.valid_from, stage=decision.stage,
                     reason=decision.reason or "a later fact had already made it untrue",
-                ))
+                )))
                 return
 
     def session_record(self) -> SessionRecord:

@@ -6,7 +6,15 @@ from datetime import date
 from typing import get_args
 
 from lastknown_graph.domain.models import FactKind, NewFact, SessionWrite
-from lastknown_graph.domain.reports import WriteReport
+from lastknown_graph.domain.reports import (
+    ConfirmedFact,
+    DisputedFact,
+    ExpiredFact,
+    KeptFact,
+    OvertakenFact,
+    RetiredFact,
+    WriteReport,
+)
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.pipeline.decisions import (
     Add,
@@ -26,17 +34,18 @@ NEW = NewFact(id="fact-new", text="Lives in Porto", topic="location", domain="lo
               kind=FactKind.STATE, embedding=(1.0, 0.0), source_message_ids=("msg-1",))
 ONE_OF_EACH: list[Decision] = [
     Add(NEW),
-    Confirm(fact_id="fact-c", text="Has a cat", said_as="Has a cat", source_message_ids=("msg-1",)),
-    Retire(old_fact_id="fact-old", old_text="Lives in Lyon", new_fact_id="fact-new", new_text="Lives in Porto",
-           stage=Stage.STAGE2, reason="", still_true_probability=0.2),
-    Expire(old_fact_id="fact-m", old_text="Is on a train", new_fact_id="fact-new", new_text="Lives in Porto"),
-    Disputed(old_fact_id="fact-d", old_text="Is vegan", new_fact_id="fact-new", new_text="Lives in Porto",
-             reason="", evidence=1, evidence_needed=2),
-    Overtake(fact_id="fact-new", text="Lives in Porto", by_fact_id="fact-later", by_text="Lives in Oslo",
-             until=date(2024, 9, 1), stage=Stage.STAGE2, reason="moved again"),
-    Keep(fact_id="fact-k", text="Plays the cello", against="Lives in Porto", stage=Stage.STAGE1,
-         still_true_probability=0.9, reason="stage 1"),
-    Reject(text="Works at Renault", reason="not in the user's words: Renault"),
+    Confirm(ConfirmedFact(fact_id="fact-c", text="Has a cat", said_as="Has a cat"), ("msg-1",)),
+    Retire(RetiredFact(old_fact_id="fact-old", old_text="Lives in Lyon", new_fact_id="fact-new",
+                       new_text="Lives in Porto", stage=Stage.STAGE2, reason="", still_true_probability=0.2)),
+    Expire(ExpiredFact(old_fact_id="fact-m", old_text="Is on a train", new_fact_id="fact-new",
+                       new_text="Lives in Porto")),
+    Disputed(DisputedFact(old_fact_id="fact-d", old_text="Is vegan", new_fact_id="fact-new", new_text="Lives in Porto",
+                          reason="", evidence=1, evidence_needed=2)),
+    Overtake(OvertakenFact(fact_id="fact-new", text="Lives in Porto", by_fact_id="fact-later", by_text="Lives in Oslo",
+                           until=date(2024, 9, 1), stage=Stage.STAGE2, reason="moved again")),
+    Keep(KeptFact(fact_id="fact-k", text="Plays the cello", against="Lives in Porto", stage=Stage.STAGE1,
+                  still_true_probability=0.9, reason="stage 1")),
+    Reject.of(text="Works at Renault", reason="not in the user's words: Renault"),
 ]
 
 
