@@ -25,6 +25,7 @@ from lastknown_graph.cli.render import (
     timeline_text,
 )
 from lastknown_graph.cli.runtime import (
+    EXIT_ERROR,
     EXIT_NOT_CONFIRMED,
     EXIT_OK,
     EXIT_USAGE,
@@ -92,7 +93,7 @@ def run_timeline(args: argparse.Namespace, rt: Runtime) -> int:
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:
-        raise CLIError(f"cannot write {target}: {exc.strerror or exc}", 1) from exc
+        raise CLIError(f"cannot write {target}: {exc.strerror or exc}", EXIT_ERROR) from exc
     emit(rt.options, {"user": user, "html": str(target)}, str(target))
     return EXIT_OK
 
@@ -196,7 +197,7 @@ def run_export(args: argparse.Namespace, rt: Runtime) -> int:
     try:
         target.write_text(document + "\n", encoding="utf-8")
     except OSError as exc:
-        raise CLIError(f"cannot write {target}: {exc.strerror or exc}", 1) from exc
+        raise CLIError(f"cannot write {target}: {exc.strerror or exc}", EXIT_ERROR) from exc
     summary = {"user": user, "path": str(target), "sessions": len(export.sessions),
                "messages": len(export.messages), "facts": len(export.facts)}
     emit(rt.options, summary, f"exported {user}: {len(export.sessions)} sessions, {len(export.facts)} facts "
@@ -302,7 +303,7 @@ def run_audit(args: argparse.Namespace, rt: Runtime) -> int:
              table_text(names, entries, width=args.max_width))
         return EXIT_OK
     if args.name is None:
-        raise CLIError("audit needs a query name (lastknown audit --list shows them)", 2)
+        raise CLIError("audit needs a query name (lastknown audit --list shows them)", EXIT_USAGE)
     query = cli_audit.resolve(library, args.name)
     user = checked_user(rt.options.user) if rt.options.user is not None else None
     params = cli_audit.parameters(query, args.param, user)

@@ -9,9 +9,7 @@ back to. The openai SDK's own retries are off, so the bounded retries here are t
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import math
 import re
 import threading
 import time
@@ -25,7 +23,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.llm.errors import LLMError, LLMOutputError, LLMUnavailableError
-from lastknown_graph.llm.json_reading import normalised_token, read_json_object, read_yes_no, strip_thinking
+from lastknown_graph.llm.json_reading import read_json_object, read_yes_no, strip_thinking
+from lastknown_graph.llm.responses import content_of, first_token_logprobs, yes_share
+from lastknown_graph.llm.schema import schema_instruction, strict_json_schema
+from lastknown_graph.llm.shaping import system_merged, with_instruction
 from lastknown_graph.llm.usage import UsageMeter
 from lastknown_graph.llm.wire import PROBE_PURPOSE, PURPOSE_HEADER
 
@@ -149,114 +150,6 @@ def _trimmed(text: str) -> str:
     return text if len(text) <= QUOTED_OUTPUT_CHARS else text[:QUOTED_OUTPUT_CHARS] + "…"
 
 
-# "default": a strict server asks for every field anyway. Length bounds: llama.cpp compiles them into
-# grammar rules and a bound such as maxLength 1200 exceeds its limits (llama-cpp-python 0.3.36 then
-# crashes); pydantic still enforces every bound when the answer is read.
-_DROPPED_SCHEMA_KEYS = frozenset({"default", "maxLength", "minLength", "maxItems", "minItems"})
-
-
-def strict_json_schema(answer: type[BaseModel]) -> dict[str, Any]:
-    """The answer model's JSON schema in the form strict structured-output servers require.
-
-    Every object lists all its properties as required and allows no others; defaults and length
-    bounds are dropped (see _DROPPED_SCHEMA_KEYS). Field descriptions stay: they tell the model
-    what each field means.
-    """
-    root = answer.model_json_schema()
-    definitions: dict[str, Any] = root.get("$defs", {})
-
-    def strict(node: object, inlining: frozenset[str] = frozenset()) -> object:
-        if isinstance(node, list):
-            return [strict(item, inlining) for item in node]
-        if not isinstance(node, dict):
-            return node
-        name = str(node.get("$ref", "")).rsplit("/", 1)[-1]
-        if "$ref" in node and len(node) > 1 and name in definitions and name not in inlining:
-            # A reference with sibling keywords (a field description) is not accepted by every strict server.
-            merged = {**definitions[name], **{k: v for k, v in node.items() if k != "$ref"}}
-            return strict(merged, inlining | {name})
-        result: dict[str, object] = {}
-        for key, value in node.items():
-            if key in _DROPPED_SCHEMA_KEYS:
-                continue
-            if key in ("properties", "$defs") and isinstance(value, dict):
-                result[key] = {field_name: strict(schema, inlining) for field_name, schema in value.items()}
-            else:
-                result[key] = strict(value, inlining)
-        if result.get("type") == "object" and isinstance(result.get("properties"), dict):
-            properties: dict[str, object] = result["properties"]  # type: ignore[assignment]
-            result["required"] = list(properties)
-            result["additionalProperties"] = False
-        return result
-
-    schema = strict(root)
-    assert isinstance(schema, dict)
-    return schema
-
-
-def schema_instruction(schema: dict[str, Any]) -> str:
-    return (
-        "Answer with a single JSON object and nothing else (no code fence, no text before or after it). "
-        "It must match this JSON schema:\n" + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
-    )
-
-
-def _with_instruction(messages: list[dict[str, str]], instruction: str) -> list[dict[str, str]]:
-    """The messages with an instruction added to the last user turn.
-
-    Added to that turn rather than as a new system message: several chat templates (Gemma among
-    them) refuse a system message after the first turn or two user turns in a row.
-    """
-    copied = [dict(message) for message in messages]
-    if copied and copied[-1].get("role") == "user":
-        copied[-1]["content"] = f"{copied[-1].get('content', '')}\n\n{instruction}"
-    else:
-        copied.append({"role": "user", "content": instruction})
-    return copied
-
-
-def _system_merged(messages: list[dict[str, str]]) -> list[dict[str, str]]:
-    """System messages folded into the first user turn, for servers whose template drops them."""
-    system = "\n\n".join(m.get("content", "") for m in messages if m.get("role") == "system")
-    rest = [dict(m) for m in messages if m.get("role") != "system"]
-    if not system:
-        return rest
-    for message in rest:
-        if message.get("role") == "user":
-            message["content"] = f"{system}\n\n{message.get('content', '')}"
-            return rest
-    return [{"role": "user", "content": system}, *rest]
-
-
-def _content(response: ChatCompletion) -> tuple[str, str | None]:
-    if not response.choices:
-        return "", None
-    choice = response.choices[0]
-    return choice.message.content or "", choice.finish_reason
-
-
-def _top_logprobs(response: ChatCompletion) -> list[tuple[str, float]] | None:
-    """(token, logprob) pairs for the first generated token, or None when the server gave none."""
-    if not response.choices:
-        return None
-    logprobs = response.choices[0].logprobs
-    if logprobs is None or not logprobs.content:
-        return None
-    first = logprobs.content[0]
-    if not first.top_logprobs:
-        return None
-    return [(item.token, item.logprob) for item in first.top_logprobs]
-
-
-def yes_share(top: list[tuple[str, float]]) -> float | None:
-    """P(yes) / (P(yes) + P(no)) over the tokens that read as yes or no, or None when neither appears."""
-    yes = sum(math.exp(logprob) for token, logprob in top if normalised_token(token) == "yes")
-    no = sum(math.exp(logprob) for token, logprob in top if normalised_token(token) == "no")
-    if yes + no <= 0.0:
-        return None
-    return yes / (yes + no)
-
-
 class LLM:
     """A chat endpoint, used for three kinds of call: structured JSON, a yes-probability, and free text.
 
@@ -351,10 +244,10 @@ class LLM:
                 }
             elif mode == "json_object":
                 # Some servers accept json_object but ignore its schema, so the prompt carries it too.
-                request_messages = _with_instruction(messages, instruction)
+                request_messages = with_instruction(messages, instruction)
                 response_format = {"type": "json_object", "schema": schema}
             else:
-                request_messages = _with_instruction(messages, instruction)
+                request_messages = with_instruction(messages, instruction)
                 response_format = None
             try:
                 response = self._complete(
@@ -366,7 +259,7 @@ class LLM:
                     self._downgrade_structured(mode, rejected.detail)
                     continue
                 raise self._refused(purpose, rejected) from rejected
-            text, finish_reason = _content(response)
+            text, finish_reason = content_of(response)
             parsed, problem = self._read_answer(text, answer)
             if parsed is not None:
                 return parsed
@@ -403,7 +296,7 @@ class LLM:
                     raise self._refused(purpose, rejected) from rejected
                 self._downgrade_logprobs(f"server refused logprobs ({rejected.detail})")
             else:
-                top = _top_logprobs(response)
+                top = first_token_logprobs(response)
                 if top is None:
                     self._downgrade_logprobs("server answered without logprobs")
                 else:
@@ -427,7 +320,7 @@ class LLM:
                 response = self._complete(messages, purpose=purpose, meter=meter, max_tokens=max_tokens)
             except _RejectedError as rejected:
                 raise self._refused(purpose, rejected) from rejected
-            raw, finish_reason = _content(response)
+            raw, finish_reason = content_of(response)
             reply = strip_thinking(raw)
             if reply:
                 return reply
@@ -464,7 +357,7 @@ class LLM:
                 response = self._complete(messages, purpose=purpose, meter=meter, max_tokens=SHORT_REPLY_MAX_TOKENS)
             except _RejectedError as rejected:
                 raise self._refused(purpose, rejected) from rejected
-            raw, _ = _content(response)
+            raw, _ = content_of(response)
             verdict = read_yes_no(raw)
             if verdict is not None:
                 return 1.0 if verdict else 0.0
@@ -576,7 +469,7 @@ class LLM:
         except _RejectedError as rejected:
             logger.debug("logprobs probe refused: %s", rejected.detail)
             return False
-        return _top_logprobs(response) is not None
+        return first_token_logprobs(response) is not None
 
     def _probe_system_messages(self, meter: UsageMeter | None) -> bool:
         """Whether the server shows the model system messages at all.
@@ -655,7 +548,7 @@ class LLM:
             shape = _RequestShape(**vars(self._state.shape))
         request: dict[str, Any] = {
             "model": self._model_id(),
-            "messages": _system_merged(messages) if shape.merge_system else messages,
+            "messages": system_merged(messages) if shape.merge_system else messages,
             shape.max_tokens_field: max_tokens,
             "extra_headers": {PURPOSE_HEADER: purpose},
         }

@@ -22,8 +22,8 @@ from lastknown_graph.llm import (
     Usage,
     UsageMeter,
 )
-from lastknown_graph.llm.client import strict_json_schema
 from lastknown_graph.llm.json_reading import read_json_object, read_yes_no, strip_thinking
+from lastknown_graph.llm.schema import strict_json_schema
 from lastknown_graph.llm.wire import PROBE_PURPOSE
 from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, ScriptedLLMServer
 
