@@ -16,7 +16,7 @@ from lastknown_graph.domain.models import (
     UserExport,
 )
 from lastknown_graph.domain.reports import Answer, UsageCounts, UsageReport, WriteReport
-from lastknown_graph.domain.validation import check_identifier, check_text
+from lastknown_graph.domain.validation import check_text
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, StaleStateError
@@ -25,7 +25,7 @@ from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.write import PlanningMemo, plan_write
 from lastknown_graph.prompts.answer import answer_messages
-from lastknown_graph.reader import MemoryReader, day_argument, text_argument
+from lastknown_graph.reader import MemoryReader, day_argument, id_argument, text_argument
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 
 logger = logging.getLogger(__name__)
@@ -132,10 +132,7 @@ class Memory(MemoryReader):
         makes no LLM call. All or nothing: on any error the stored memory is unchanged.
         """
         day = day_argument(date)
-        try:
-            session_id = check_identifier(session)
-        except ValueError as exc:
-            raise InvalidInputError(f"session id: {exc}") from exc
+        session_id = id_argument(session, "session id")
         turns = user_turns(messages)
         if not turns:
             raise InvalidInputError("write() got no user message with text")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lastknown_graph.domain.models import DomainTelemetry, Fact, HistoryEntry, ScoredFact, TimelineEvent, UserExport
 from lastknown_graph.domain.reports import ForgetReport
-from lastknown_graph.domain.validation import check_identifier, check_text, parse_day
+from lastknown_graph.domain.validation import check_text, normalised_identifier, parse_day
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, SchemaMismatchError, UnknownUserError
@@ -51,13 +51,16 @@ def day_argument(value: date | datetime | str, *, allow_future: bool = False) ->
     return day
 
 
-def user_argument(user: object) -> str:
-    if not isinstance(user, str):
-        raise InvalidInputError(f"user id: expected text, got {type(user).__name__}")
+def id_argument(value: object, what: str) -> str:
+    """An id from a caller, in NFC (so a decomposed "josé" is the same user as the composed one), checked."""
     try:
-        return check_identifier(user)
+        return normalised_identifier(value)
     except ValueError as exc:
-        raise InvalidInputError(f"user id: {exc}") from exc
+        raise InvalidInputError(f"{what}: {exc}") from exc
+
+
+def user_argument(user: object) -> str:
+    return id_argument(user, "user id")
 
 
 class MemoryReader:
@@ -152,8 +155,16 @@ class MemoryReader:
         ``forget_about`` would delete."""
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 < threshold <= 1.0:
             raise InvalidInputError(f"threshold must be in (0, 1], got {threshold!r}")
-        pool = self.store.similar_facts(self.user, self._embedding(query), FIND_MAX_K, ANY_STATUS)
-        return [hit for hit in pool if hit.similarity >= threshold]
+        embedding = self._embedding(query)
+        k = FIND_MAX_K
+        while True:
+            pool = self.store.similar_facts(self.user, embedding, k, ANY_STATUS)
+            matches = [hit for hit in pool if hit.similarity >= threshold]
+            # Best first: once a fact falls below the threshold, or the user has no more facts, all are found.
+            # Otherwise ask for twice as many: an erasure is never partial (capped at 1,000 it left 500 of 1,500).
+            if len(pool) < k or len(matches) < len(pool):
+                return matches
+            k *= 2
 
     # ------------------------------------------------------------------ forgetting
 
@@ -161,10 +172,7 @@ class MemoryReader:
         """Delete facts by id, with their source messages' text. Unknown ids are ignored (not in the report)."""
         if isinstance(fact_ids, str):
             raise InvalidInputError("forget() takes a list of fact ids")
-        try:
-            ids = [check_identifier(fact_id) for fact_id in fact_ids]
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"fact id: {exc}") from exc
+        ids = [id_argument(fact_id, "fact id") for fact_id in fact_ids]
         known = {f.id: f.text for f in self.store.facts_by_id(self.user, ids)}
         report = self.store.delete_facts(self.user, list(known))
         return ForgetReport(

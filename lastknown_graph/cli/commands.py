@@ -37,7 +37,7 @@ from lastknown_graph.cli.runtime import (
     note,
 )
 from lastknown_graph.domain.models import EXPORT_FORMAT, Fact, FactStatus, ScoredFact, UserExport
-from lastknown_graph.domain.validation import check_identifier, check_text, parse_day
+from lastknown_graph.domain.validation import check_text, normalised_identifier, parse_day
 from lastknown_graph.errors import InvalidInputError, LastknownError, UserExistsError
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS
 from lastknown_graph.render.timeline_html import render_timeline_html
@@ -135,7 +135,7 @@ def run_find(args: argparse.Namespace, rt: Runtime) -> int:
 def run_forget(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
     try:
-        ids = [check_identifier(fact_id) for fact_id in args.fact_ids]
+        ids = [normalised_identifier(fact_id) for fact_id in args.fact_ids]
     except ValueError as exc:
         raise InvalidInputError(f"fact id: {exc}") from exc
     report = rt.reader(user).forget(ids)

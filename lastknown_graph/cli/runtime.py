@@ -15,7 +15,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from lastknown_graph.config import Settings, load_settings
-from lastknown_graph.domain.validation import check_identifier
+from lastknown_graph.domain.validation import normalised_identifier
 from lastknown_graph.embedders import APIEmbedder, Embedder, EmbedderError, LocalEmbedder
 from lastknown_graph.errors import (
     InvalidInputError,
@@ -227,7 +227,7 @@ class Runtime:
 
 def checked_user(user: str) -> str:
     try:
-        return check_identifier(user)
+        return normalised_identifier(user)
     except ValueError as exc:
         raise InvalidInputError(f"--user: {exc}") from exc
 

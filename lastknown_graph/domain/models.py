@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Annotated, Final, Literal, Self
 
+import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from lastknown_graph.domain.validation import check_identifier, check_text
@@ -35,13 +36,23 @@ EXPORT_FORMAT: Final = "lastknown_graph.user_export"
 EXPORT_VERSION: Final = 1
 
 
-def _finite_nonempty(embedding: Embedding) -> Embedding:
+def usable_embedding(embedding: Embedding) -> Embedding:
+    """Usable as the stores keep it, in float32: finite (1e39 is infinite there), with a norm that neither
+    vanishes nor overflows (1e-46 is 0 there), or cosine similarity is undefined and every later read fails."""
     if not embedding:
         raise ValueError("embedding is empty")
     if not all(math.isfinite(x) for x in embedding):
         raise ValueError("embedding holds NaN or infinity")
     if not any(embedding):
         raise ValueError("embedding is all zeros: cosine similarity is undefined for it")
+    with np.errstate(over="ignore", under="ignore"):
+        stored = np.asarray(embedding, dtype=np.float32)
+        norm = float(np.linalg.norm(stored))
+    if not np.isfinite(stored).all():
+        raise ValueError("embedding holds values beyond float32's range (about 3.4e38), which stores keep")
+    if not 0.0 < norm < math.inf:
+        raise ValueError(f"embedding's norm is {norm} in float32, the precision stores keep: cosine similarity is "
+                         "undefined for it")
     return embedding
 
 
@@ -51,7 +62,7 @@ def _aware_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
-FiniteEmbedding = Annotated[Embedding, AfterValidator(_finite_nonempty)]
+FiniteEmbedding = Annotated[Embedding, AfterValidator(usable_embedding)]
 UtcDatetime = Annotated[datetime, AfterValidator(_aware_utc)]
 
 

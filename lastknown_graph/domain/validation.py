@@ -20,8 +20,35 @@ def _has_disallowed_control(text: str) -> bool:
     )
 
 
+# Invisible characters (zero-width spaces and joiners, bidi overrides, byte-order marks, private use, unassigned):
+# an id holding one prints like another id and is not the same key.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Co", "Cn", "Zl", "Zp"})
+# Scripts whose letters look alike ("а" is Cyrillic, "a" Latin): an id mixing them is a look-alike of another.
+_CONFUSABLE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
+
+
+def _confusable_scripts(value: str) -> set[str]:
+    scripts = set()
+    for ch in value:
+        if unicodedata.category(ch).startswith("L"):
+            script = unicodedata.name(ch, "").split(" ", 1)[0]
+            if script in _CONFUSABLE_SCRIPTS:
+                scripts.add(script)
+    return scripts
+
+
+def normalised_identifier(value: object) -> str:
+    """The id in Unicode NFC (a decomposed "josé" is the composed one), then checked like any id."""
+    if not isinstance(value, str):
+        raise ValueError(f"identifier must be text, got {type(value).__name__}")
+    return check_identifier(unicodedata.normalize("NFC", value))
+
+
 def check_identifier(value: str) -> str:
-    """Accept a non-empty id of printable characters without surrounding whitespace."""
+    """Accept a non-empty id of printable, visible characters in NFC, without surrounding whitespace or
+    look-alike scripts mixed (Latin with Cyrillic or Greek)."""
+    if not isinstance(value, str):
+        raise ValueError(f"identifier must be text, got {type(value).__name__}")
     if not value:
         raise ValueError("identifier is empty")
     if value != value.strip():
@@ -30,6 +57,15 @@ def check_identifier(value: str) -> str:
         raise ValueError(f"identifier is longer than {MAX_IDENTIFIER_CHARS} characters")
     if _has_disallowed_control(value) or any(ch in _ALLOWED_CONTROL for ch in value):
         raise ValueError(f"identifier {value[:40]!r} contains control characters")
+    invisible = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in _INVISIBLE_CATEGORIES})
+    if invisible:
+        raise ValueError(f"identifier {value[:40]!r} contains invisible or direction-changing characters "
+                         f"({', '.join(invisible[:5])})")
+    if unicodedata.normalize("NFC", value) != value:
+        raise ValueError(f"identifier {value[:40]!r} is not in Unicode NFC form (normalise it first)")
+    scripts = _confusable_scripts(value)
+    if len(scripts) > 1:
+        raise ValueError(f"identifier {value[:40]!r} mixes look-alike scripts ({', '.join(sorted(scripts))})")
     return value
 
 

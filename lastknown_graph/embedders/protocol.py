@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from lastknown_graph.domain.models import usable_embedding
 from lastknown_graph.errors import LastknownError
 
 DEFAULT_BATCH_SIZE = 64
@@ -45,4 +46,9 @@ def check_vectors(vectors: list[list[float]], expected: int, source: str) -> lis
         raise EmbedderError(f"{source} returned vectors of dimensions {sorted(dimensions)}")
     if not all(math.isfinite(x) for v in vectors for x in v):
         raise EmbedderError(f"{source} returned NaN or infinite values")
+    for position, vector in enumerate(vectors):
+        try:
+            usable_embedding(tuple(vector))
+        except ValueError as exc:
+            raise EmbedderError(f"{source} returned an unusable vector for text {position}: {exc}") from exc
     return vectors

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,36 @@ def test_making_a_memory_touches_no_store_until_the_first_write(tmp_path: Path) 
     with pytest.raises(SchemaMismatchError):
         Memory(ScriptedModel(answer), HashedEmbedder(dimension=64), "ada", EmbeddedStore(path)).write(
             ["We moved to Porto."], date="2024-06-01", session="s2")
+
+
+@pytest.mark.parametrize("value", [1e39, 1e-46, 1e-30])  # infinite, zero, and a norm that vanishes in float32
+def test_an_export_with_embeddings_unusable_in_float32_is_refused_whole(
+    written: EmbeddedStore, tmp_path: Path, value: float
+) -> None:
+    """Reliability finding 3: such a vector passed, then broke every later export and stats of the store."""
+    import json
+
+    document = json.loads(MemoryReader(written, "ada").export().model_dump_json())
+    document["facts"][0]["embedding"] = [value] * len(document["facts"][0]["embedding"])
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(document), encoding="utf-8")
+    target = EmbeddedStore(tmp_path / "target.json")
+    with pytest.raises(InvalidInputError, match="float32"):
+        Memory.load(crafted, ScriptedModel(answer), HashedEmbedder(), store=target)
+    assert target.list_users() == []
+
+
+def test_an_embedder_giving_vectors_unusable_in_float32_fails_typed_and_stores_nothing(tmp_path: Path) -> None:
+    from lastknown_graph import EmbedderError
+
+    class Vanishing(HashedEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            from lastknown_graph.embedders.protocol import check_vectors
+
+            return check_vectors([[1e-30] * self.dimension for _ in texts], len(texts), self.name)
+
+    store = EmbeddedStore(tmp_path / "memory.json")
+    with pytest.raises(EmbedderError, match="float32"):
+        Memory(ScriptedModel(answer), Vanishing(), "ada", store).write(["I live in Lyon."], date="2024-01-10",
+                                                                       session="s1")
+    assert store.list_users() == []
