@@ -16,7 +16,7 @@ from lastknown_graph.domain.models import (
     UserExport,
 )
 from lastknown_graph.domain.reports import Answer, UsageCounts, UsageReport, WriteReport
-from lastknown_graph.domain.validation import check_text
+from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, StaleStateError
@@ -106,12 +106,18 @@ class Memory(MemoryReader):
         conflict_settings: ConflictSettings | None = None,
         premise_settings: PremiseSettings | None = None,
         priors: VolatilityPriors | None = None,
+        max_conversation_chars: int = MAX_CONVERSATION_CHARS,
     ) -> None:
+        """``max_conversation_chars`` bounds one ``write()``'s user turns together (each turn is bounded anyway)."""
+        limit = max_conversation_chars
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError(f"max_conversation_chars must be a positive integer, got {limit!r}")
         super().__init__(store if store is not None else default_store(), user, embedder=embedder, priors=priors)
         self.llm = llm
         self.conflict_settings = conflict_settings or ConflictSettings()
         self.premise_settings = premise_settings or PremiseSettings()
         self._schema_ready = False
+        self.max_conversation_chars = max_conversation_chars
 
     def _ensure_schema(self) -> None:
         if not self._schema_ready:
@@ -136,6 +142,11 @@ class Memory(MemoryReader):
         turns = user_turns(messages)
         if not turns:
             raise InvalidInputError("write() got no user message with text")
+        size = sum(len(turn) for turn in turns)
+        if size > self.max_conversation_chars:
+            raise InvalidInputError(f"the conversation's user turns hold {size} characters together, more than "
+                                    f"{self.max_conversation_chars} (Memory(max_conversation_chars=...)); "
+                                    "write it as several sessions")
         self._ensure_schema()
         # Writers for this user in this process take turns (no starvation); across processes the
         # store's revision check decides, and a write that lost is planned again.

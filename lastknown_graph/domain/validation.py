@@ -6,11 +6,14 @@ them are harmless; the checks exist so that nothing invisible or unbounded is st
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 MAX_IDENTIFIER_CHARS = 200  # ids are keys, not content; long ones are a caller bug
 MAX_MESSAGE_CHARS = 100_000  # one conversational turn; longer input is a paste, not a message
+# A whole conversation given to write(): twice what a 32k-token context holds, far beyond what one extraction reads.
+MAX_CONVERSATION_CHARS = 250_000
 _ALLOWED_CONTROL = frozenset("\n\t\r")
 
 
@@ -80,15 +83,29 @@ def check_text(value: str) -> str:
     return value
 
 
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_ISO_MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?")
+
+
+def _utc_day(moment: datetime) -> date:
+    """A zoned moment's day in UTC (23:30 at -05:00 is the next day); a moment without a zone, its own day."""
+    return moment.astimezone(UTC).date() if moment.tzinfo is not None else moment.date()
+
+
 def parse_day(value: date | datetime | str) -> date:
-    """Read a calendar day from a date, a datetime or an ISO string such as ``2024-09-03``."""
+    """A calendar day from a date, a datetime or an ISO string: ``2024-09-03``, or a moment such as
+    ``2024-09-03T23:30:00-05:00`` (zoned moments count on their UTC day). Week dates, ordinal dates and
+    other shapes are refused rather than guessed."""
     if isinstance(value, datetime):
-        return value.date()
+        return _utc_day(value)
     if isinstance(value, date):
         return value
     if isinstance(value, str):
+        text = value.strip()
+        if not (_ISO_DAY.fullmatch(text) or _ISO_MOMENT.fullmatch(text)):
+            raise ValueError(f"not an ISO date (YYYY-MM-DD) or date and time: {value[:40]!r}")
         try:
-            return datetime.fromisoformat(value.strip()).date()
+            return _utc_day(datetime.fromisoformat(text.replace("Z", "+00:00")))
         except ValueError as exc:
             raise ValueError(f"not an ISO date (YYYY-MM-DD): {value[:40]!r}") from exc
     raise ValueError(f"not a date: {type(value).__name__}")
