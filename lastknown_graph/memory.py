@@ -62,6 +62,8 @@ def user_turns(messages: Sequence[str | Mapping[str, object]]) -> list[str]:
     """The user's own words: plain strings, or chat dicts of role "user"; other roles are dropped."""
     if isinstance(messages, (str, bytes)):
         raise InvalidInputError("write() takes a list of messages, not a single string")
+    if not isinstance(messages, Sequence):
+        raise InvalidInputError(f"write() takes a list of messages, got {type(messages).__name__}")
     turns: list[str] = []
     for position, message in enumerate(messages):
         if isinstance(message, str):

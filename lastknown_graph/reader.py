@@ -119,7 +119,11 @@ class MemoryReader:
     def save(self, path: str | Path) -> Path:
         """Write this user's whole memory (embeddings included) to a JSON file."""
         target = Path(path)
-        target.write_text(self.export().model_dump_json(indent=1), encoding="utf-8")
+        document = self.export().model_dump_json(indent=1)
+        try:
+            target.write_text(document, encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInputError(f"cannot write {target}: {exc.strerror or exc}") from exc
         return target
 
     # ------------------------------------------------------------------ search

@@ -32,6 +32,8 @@ Text = Annotated[str, AfterValidator(check_text)]
 Label = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(check_text)]
 Embedding = tuple[float, ...]
 
+# A turn's position in its conversation; far beyond any real one, and inside every store's integer range.
+MAX_MESSAGE_INDEX: Final = 2**31
 EXPORT_FORMAT: Final = "lastknown_graph.user_export"
 EXPORT_VERSION: Final = 1
 
@@ -111,7 +113,7 @@ class MessageRecord(Frozen):
     """One verbatim user turn. Only the user's own words are stored."""
 
     id: NodeId
-    index: int = Field(ge=0)
+    index: int = Field(ge=0, lt=MAX_MESSAGE_INDEX)
     text: Text
     role: Role = Role.USER
 
@@ -403,7 +405,7 @@ class DomainTelemetry(Frozen):
 class ExportedMessage(Frozen):
     id: NodeId
     session_id: SessionId
-    index: int = Field(ge=0)
+    index: int = Field(ge=0, lt=MAX_MESSAGE_INDEX)
     role: Role
     text: str | None
     redacted: bool

@@ -15,7 +15,7 @@ from lastknown_graph.domain.models import CandidateProbe, Fact, FactKind, ProbeC
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.volatility import UNKNOWN_DOMAIN_VOLATILITY, candidate_budget, stage1_flag_bar
 from lastknown_graph.llm import ChatModel, UsageMeter
-from lastknown_graph.pipeline.text_checks import normalised
+from lastknown_graph.pipeline.text_checks import normalised, printable
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
 from lastknown_graph.prompts.still_true import outdated_messages
 from lastknown_graph.store import Store
@@ -137,4 +137,4 @@ def judge_pair(
         meter=meter,
         max_tokens=300,
     )
-    return PairDecision(verdict.verdict == "no_longer_true", Stage.STAGE2, probability, verdict.reasoning.strip())
+    return PairDecision(verdict.verdict == "no_longer_true", Stage.STAGE2, probability, printable(verdict.reasoning))

@@ -229,9 +229,15 @@ class EmbeddedStore:
         self._loaded_signature: tuple[int, int, int] | None = None
         self._thread_lock = threading.RLock()
         if self._path is not None:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            with self._locked(exclusive=False):
-                pass
+            if self._path.is_dir():
+                raise StoreError(f"{self._path} is a directory; the embedded store is one file (e.g. {self._path}/"
+                                 "memory.json)")
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                with self._locked(exclusive=False):
+                    pass
+            except OSError as exc:
+                raise StoreError(f"cannot open the embedded store {self._path}: {exc.strerror or exc}") from exc
 
     # ------------------------------------------------------------------ files and locking
 
@@ -291,7 +297,7 @@ class EmbeddedStore:
             dimension = document.get("embedding_dimension")
         except SchemaMismatchError:
             raise
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise CorruptStoreFileError(
                 f"{self._path} is not a readable lastknown_graph store ({exc}); it was left untouched. "
                 "Restore it from a backup or move it away to start an empty store."

@@ -1,0 +1,79 @@
+"""Bad paths, bad files, bad arguments and a model's stray control characters end in typed errors or are cleaned,
+never in a traceback, and change nothing on disk (reliability finding 7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lastknown_graph import CorruptStoreFileError, EmbeddedStore, InvalidInputError, Memory, MemoryReader, StoreError
+from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
+
+
+def answer(call: ModelCall) -> object:
+    """Scripted (a test double): Lyon, then Porto, retired with a reason holding an ESC and a BEL."""
+    if call.purpose == "extraction":
+        city = "Porto" if "Porto" in call.last_user_message else "Lyon"
+        return {"facts": [{"text": f"Lives in {city}", "topic": "location", "kind": "state", "inferred": False,
+                           "evidence": [0]}]}
+    if call.purpose == "stage1":
+        return 0.9
+    if call.purpose == "stage2":
+        return {"reasoning": "\x1b[31mmoved\x07 away", "verdict": "no_longer_true"}
+    return "ok"
+
+
+def test_a_directory_as_the_store_file_is_a_typed_error_leaving_nothing_behind(tmp_path: Path) -> None:
+    folder = tmp_path / "memories"
+    folder.mkdir()
+    with pytest.raises(StoreError, match="is a directory"):
+        EmbeddedStore(folder)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memories"]  # no stray memories.lock
+
+
+def test_a_store_file_nested_beyond_recursion_is_corrupt_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "memory.json"
+    deep = "[" * 200_000 + "]" * 200_000
+    path.write_text(deep, encoding="utf-8")
+    with pytest.raises(CorruptStoreFileError):
+        EmbeddedStore(path).list_users()
+    assert path.read_text(encoding="utf-8") == deep
+
+
+def test_write_refuses_what_is_not_a_list_of_messages(tmp_path: Path) -> None:
+    memory = Memory(ScriptedModel(answer), HashedEmbedder(), "ada", EmbeddedStore(None))
+    for bad in (None, 42, {"role": "user"}):
+        with pytest.raises(InvalidInputError, match="list of messages"):
+            memory.write(bad, date="2024-01-10", session="s1")  # type: ignore[arg-type]
+
+
+def test_saving_where_nothing_can_be_written_is_invalid_input(tmp_path: Path) -> None:
+    store = EmbeddedStore(None)
+    memory = Memory(ScriptedModel(answer), HashedEmbedder(), "ada", store)
+    memory.write(["I live in Lyon."], date="2024-01-10", session="s1")
+    with pytest.raises(InvalidInputError, match="cannot write"):
+        memory.save(tmp_path)  # a directory
+
+
+def test_an_export_with_an_absurd_message_index_is_refused(tmp_path: Path) -> None:
+    store = EmbeddedStore(None)
+    memory = Memory(ScriptedModel(answer), HashedEmbedder(), "ada", store)
+    memory.write(["I live in Lyon."], date="2024-01-10", session="s1")
+    document = json.loads(MemoryReader(store, "ada").export().model_dump_json())
+    document["messages"][0]["index"] = 2**63
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="index"):
+        Memory.load(crafted, ScriptedModel(answer), HashedEmbedder(), store=EmbeddedStore(None))
+
+
+def test_control_characters_in_a_models_reason_are_dropped_not_fatal(tmp_path: Path) -> None:
+    memory = Memory(ScriptedModel(answer), HashedEmbedder(), "ada", EmbeddedStore(tmp_path / "m.json"))
+    memory.write(["I live in Lyon."], date="2024-01-10", session="s1")
+    report = memory.write(["We moved to Porto."], date="2024-06-01", session="s2")
+    [retired] = report.retired
+    assert retired.reason == "[31mmoved away"
+    [entry] = [e for e in memory.history() if e.fact.text == "Lives in Lyon"]
+    assert entry.replaced_by[0].reason == "[31mmoved away"
