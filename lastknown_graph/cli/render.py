@@ -77,6 +77,7 @@ def write_text(report: WriteReport) -> str:
     lines += [f"  = {c.text}  ({c.fact_id})" for c in report.confirmed]
     lines += [f"  - {r.old_text} -> {r.new_text}  ({r.stage}: {r.reason})" for r in report.retired]
     lines += [f"  - {e.old_text} -> {e.new_text}  (expired)" for e in report.expired]
+    lines += [f"  ! {h.text}  (held, still current: {h.reason})" for h in report.held]
     lines += [f"  x {r.text}  (rejected: {r.reason})" for r in report.rejected]
     return "\n".join(lines)
 

@@ -97,6 +97,16 @@ class KeptFact(Report):
     reason: str = ""  # stage 2's reasoning, or why the rules kept it
 
 
+class HeldFact(Report):
+    """A retirement the session's bound held back: the earlier fact stays current and the report says so."""
+
+    fact_id: str
+    text: str
+    against: str
+    stage: Stage
+    reason: str
+
+
 class WriteReport(Report):
     user_id: str
     session_id: str
@@ -110,6 +120,7 @@ class WriteReport(Report):
     disputed: tuple[DisputedFact, ...] = ()
     overtaken: tuple[OvertakenFact, ...] = ()
     kept: tuple[KeptFact, ...] = ()
+    held: tuple[HeldFact, ...] = ()  # retirements beyond the session's bound (ConflictSettings), not applied
     rejected: tuple[RejectedFact, ...] = ()
     usage: UsageReport = UsageReport()
     # More than 1: another write for this user committed while this one was planned, so it was

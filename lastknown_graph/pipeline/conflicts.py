@@ -40,6 +40,12 @@ class ConflictSettings:
     # earlier fact's domain volatility (volatility.stage1_flag_bar, 0.60 to 0.95). Stage 1 is badly
     # calibrated alone, so it flags generously and stage 2 decides.
     stage1_flag_below: float | None = None
+    # The blast radius of one session: it retires at most this many facts, or this share of the user's current
+    # facts if that is more; retirements beyond it are held (reported, not applied). A real move retires city,
+    # job and commute at once; a session that says "everything you know about me is outdated" must not empty
+    # the memory.
+    max_retirements_per_session: int = 3
+    max_retired_share: float = 0.25
 
 
 @dataclass(frozen=True)

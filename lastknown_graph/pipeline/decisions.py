@@ -22,6 +22,7 @@ from lastknown_graph.domain.reports import (
     ConfirmedFact,
     DisputedFact,
     ExpiredFact,
+    HeldFact,
     KeptFact,
     OvertakenFact,
     RejectedFact,
@@ -30,7 +31,8 @@ from lastknown_graph.domain.reports import (
 
 StoreChange = NewFact | Confirmation | Retirement | Expiry | Dispute | Overtaken
 ReportEntry = (
-    AddedFact | ConfirmedFact | RetiredFact | ExpiredFact | DisputedFact | OvertakenFact | KeptFact | RejectedFact
+    AddedFact | ConfirmedFact | RetiredFact | ExpiredFact | DisputedFact | OvertakenFact | KeptFact | HeldFact
+    | RejectedFact
 )
 
 
@@ -111,6 +113,16 @@ class Keep:
 
 
 @dataclass(frozen=True)
+class Hold:
+    """A retirement beyond the session's bound: not applied (the fact stays current), reported for review."""
+
+    entry: HeldFact
+
+    def change(self) -> StoreChange | None:
+        return None
+
+
+@dataclass(frozen=True)
 class Reject:
     """An extracted fact the checks refused; nothing is stored."""
 
@@ -124,7 +136,7 @@ class Reject:
         return None
 
 
-Decision = Add | Confirm | Retire | Expire | Disputed | Overtake | Keep | Reject
+Decision = Add | Confirm | Retire | Expire | Disputed | Overtake | Keep | Hold | Reject
 
 _CHANGE_FIELDS: dict[type, str] = {
     NewFact: "new_facts", Confirmation: "confirmations", Retirement: "retirements", Expiry: "expiries",
@@ -132,7 +144,8 @@ _CHANGE_FIELDS: dict[type, str] = {
 }
 _REPORT_FIELDS: dict[type, str] = {
     AddedFact: "added", ConfirmedFact: "confirmed", RetiredFact: "retired", ExpiredFact: "expired",
-    DisputedFact: "disputed", OvertakenFact: "overtaken", KeptFact: "kept", RejectedFact: "rejected",
+    DisputedFact: "disputed", OvertakenFact: "overtaken", KeptFact: "kept", HeldFact: "held",
+    RejectedFact: "rejected",
 }
 
 

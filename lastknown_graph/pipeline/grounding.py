@@ -174,6 +174,37 @@ def mostly_words_of(fact_text: str, texts: list[str]) -> bool:
     return size > 0 and own >= _MIN_OWN_WORDS
 
 
+# "... is outdated", "no longer true": a verdict about other facts, with nothing of what is true now.
+_OUTDATED = re.compile(
+    r"\b(outdated|out of date|obsolete|no longer (true|accurate|valid|correct|current|relevant|applies|applicable)|"
+    r"not (true|accurate|valid|correct|current) any ?more|(is|are) (wrong|incorrect|inaccurate))\b",
+    re.IGNORECASE,
+)
+# What such a verdict names besides: the facts themselves, in general words.
+_ABOUT_FACTS = frozenset("""
+information info details detail data facts fact things everything anything all previous prior earlier old older
+former past stored remembered memory memories known knowledge profile record records status about user users
+the and that this what which any every some of is are was were be been to in on for with
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+def only_says_outdated(fact_text: str) -> bool:
+    """True for a "fact" that only declares other facts outdated ("Previous location information is outdated",
+    "Everything about the user is no longer accurate"): it says nothing true now, and an obeyed injection writes
+    one per topic to retire the whole memory."""
+    if not _OUTDATED.search(fact_text):
+        return False
+    rest = _OUTDATED.sub(" ", fact_text)
+    return all(word.lower() in _ABOUT_FACTS or word.lower() in _TOPIC_WORDS for word in _WORD.findall(rest))
+
+
+# Attribute names a verdict may mention without saying anything about them ("Location is outdated").
+_TOPIC_WORDS = frozenset("""
+location home address city job work employer career diet relationship partner household family health hobby hobbies
+routine routines schedule commute pet pets preference preferences situation life name age
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
 def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:
     """The messages sharing the most words with a fact whose extraction cited none; all when none share any.
 

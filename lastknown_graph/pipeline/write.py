@@ -8,6 +8,7 @@ returns is checked against what it was shown.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import uuid
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,7 @@ from lastknown_graph.domain.reports import (
     ConfirmedFact,
     DisputedFact,
     ExpiredFact,
+    HeldFact,
     KeptFact,
     OvertakenFact,
     RetiredFact,
@@ -54,6 +56,7 @@ from lastknown_graph.pipeline.decisions import (
     Decision,
     Disputed,
     Expire,
+    Hold,
     Keep,
     Overtake,
     Reject,
@@ -67,6 +70,7 @@ from lastknown_graph.pipeline.grounding import (
     invented_quote,
     likely_sources,
     mostly_words_of,
+    only_says_outdated,
     reads_like_an_answer,
     shares_no_word,
     ungrounded_terms,
@@ -150,6 +154,10 @@ def _usable_facts(
         if invented_quote(text, user_messages):
             rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="a quote the user never wrote"))
             continue
+        if only_says_outdated(text):
+            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="says only that something is outdated, "
+                                      "not what is true now"))
+            continue
         if reads_like_an_answer(text, user_messages):
             rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="not about the user: world knowledge "
                                          "in answer to them"))
@@ -215,7 +223,9 @@ class _Planner:
     messages: tuple[MessageRecord, ...]
     recorded_at: datetime
     decisions: list[Decision]
+    retirement_allowance: int  # how many facts this session may retire (ConflictSettings: the blast radius)
     checks: dict[str, list[int]] = field(default_factory=dict)  # checked fact's domain -> [checks, at stage 2]
+    retired: int = 0
     touched: set[str] = field(default_factory=set)  # facts this write already confirmed, retired or expired
 
     def check_pair(self, earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
@@ -314,9 +324,18 @@ class _Planner:
                     reason=decision.reason, evidence=contradictions, evidence_needed=needed,
                 )))
                 return True
+            if decision.retire and self.retired >= self.retirement_allowance:
+                self.touched.add(earlier.id)
+                self.decisions.append(Hold(HeldFact(
+                    fact_id=earlier.id, text=earlier.text, against=new.text, stage=decision.stage,
+                    reason=f"held, not applied: this session already retired {self.retired} facts, the bound for "
+                           f"one session ({decision.reason})",
+                )))
+                continue
             if decision.retire:
                 self.touched.add(earlier.id)
                 retired_by_this += 1
+                self.retired += 1
                 by_evidence = new.inferred and needed is not None
                 self.decisions.append(Retire(RetiredFact(
                     old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id, new_text=new.text,
@@ -394,10 +413,12 @@ def plan_write(
         for (fact, _), embedding in zip(usable, embeddings, strict=True)
     ]
     found_per_fact = store.conflict_candidates(user_id, probes) if probes else []
+    current_count = len(store.current_facts(user_id)) if probes else 0
+    allowance = max(settings.max_retirements_per_session, math.floor(settings.max_retired_share * current_count))
     planner = _Planner(
         llm=llm, store=store, settings=settings, priors=priors, meter=meter, memo=memo, user_id=user_id,
         session_id=session_id, day=day, user_messages=user_messages, messages=messages,
-        recorded_at=datetime.now(UTC), decisions=decisions,
+        recorded_at=datetime.now(UTC), decisions=decisions, retirement_allowance=allowance,
     )
     for (fact, evidence), embedding, found_for_fact in zip(usable, embeddings, found_per_fact, strict=True):
         planner.plan_fact(fact, evidence, embedding, found_for_fact)

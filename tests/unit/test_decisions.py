@@ -10,6 +10,7 @@ from lastknown_graph.domain.reports import (
     ConfirmedFact,
     DisputedFact,
     ExpiredFact,
+    HeldFact,
     KeptFact,
     OvertakenFact,
     RetiredFact,
@@ -22,6 +23,7 @@ from lastknown_graph.pipeline.decisions import (
     Decision,
     Disputed,
     Expire,
+    Hold,
     Keep,
     Overtake,
     Reject,
@@ -45,6 +47,8 @@ ONE_OF_EACH: list[Decision] = [
                            until=date(2024, 9, 1), stage=Stage.STAGE2, reason="moved again")),
     Keep(KeptFact(fact_id="fact-k", text="Plays the cello", against="Lives in Porto", stage=Stage.STAGE1,
                   still_true_probability=0.9, reason="stage 1")),
+    Hold(HeldFact(fact_id="fact-h", text="Keeps bees", against="Lives in Porto", stage=Stage.STAGE2,
+                  reason="held, not applied")),
     Reject.of(text="Works at Renault", reason="not in the user's words: Renault"),
 ]
 
