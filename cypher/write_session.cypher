@@ -1,13 +1,14 @@
 // name: write_session
 // purpose: create a session and its verbatim user messages.
-// parameters: $user_id, $session_id (strings), $date (date), $messages (list of {id, index, role, text}),
+// parameters: $user_id, $session_id (strings), $date (date), $digest (sha256 hex of the user turns, or null),
+//             $messages (list of {id, index, role, text}),
 //             $checked_domains (list of strings), $checks, $flagged (lists of integers, one per domain: conflict
 //             checks run in this session and how many reached stage 2)
 // example: :param user_id => "alice"; :param session_id => "s-1"; :param date => date("2024-02-01");
 //          :param messages => [{id: "m-1", index: 0, role: "user", text: "I've been in Portland for years"}]
 MATCH (u:User {id: $user_id})
 CREATE (s:Session {id: $session_id, user_id: $user_id, date: $date, checked_domains: $checked_domains,
-                   checks: $checks, flagged: $flagged})
+                   checks: $checks, flagged: $flagged, digest: $digest})
 CREATE (u)-[:HAD]->(s)
 WITH s
 UNWIND $messages AS message

@@ -44,3 +44,11 @@ class UnknownUserError(StoreError):
 
 class UserExistsError(StoreError):
     """An import targets a user that already has memory in this store."""
+
+
+class SessionConflictError(InvalidInputError):
+    """A session id already written with other messages: writing it again would silently drop this conversation.
+
+    Writing the same session with the same messages stays a no-op (idempotent); use a new session id for a new
+    conversation.
+    """

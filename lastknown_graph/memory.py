@@ -19,11 +19,11 @@ from lastknown_graph.domain.reports import Answer, UsageCounts, UsageReport, Wri
 from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.errors import InvalidInputError, StaleStateError
+from lastknown_graph.errors import InvalidInputError, SessionConflictError, StaleStateError
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
-from lastknown_graph.pipeline.write import PlanningMemo, plan_write
+from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.reader import MemoryReader, day_argument, id_argument, text_argument
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
@@ -155,8 +155,18 @@ class Memory(MemoryReader):
         with self.store.user_write_turn(self.user):
             return self._write_in_turn(turns, day, session_id)
 
+    def _refuse_another_conversation(self, session_id: str, turns: list[str]) -> None:
+        """The same session id again is a no-op only for the same messages (else the new ones would be lost)."""
+        stored = self.store.session_digest(self.user, session_id)
+        if stored is not None and stored != conversation_digest(turns):
+            raise SessionConflictError(
+                f"session {session_id!r} of user {self.user!r} was already written with other messages; "
+                "nothing was stored (use a new session id for a new conversation)"
+            )
+
     def _write_in_turn(self, turns: list[str], day: date, session_id: str) -> WriteReport:
         if self.store.session_exists(self.user, session_id):
+            self._refuse_another_conversation(session_id, turns)
             return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=True)
         meter = UsageMeter()
         memo = PlanningMemo()
@@ -174,7 +184,8 @@ class Memory(MemoryReader):
                 logger.info("state changed under session %s; planning again (attempt %d)", session_id, attempt + 1)
                 time.sleep(random.uniform(0, REPLAN_PAUSE_S * attempt))
                 continue
-            if outcome.already_written:
+            if outcome.already_written:  # written by a rival meanwhile
+                self._refuse_another_conversation(session_id, turns)
                 return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=True,
                                    usage=usage_report(meter), plan_attempts=attempt)
             return WriteReport(

@@ -40,7 +40,7 @@ the purposes written in cypher/*.cypher):
      confirmation, and a ``retired``/``expired``/``disputed`` event per link into a fact, in date order.
    - similar_facts(embedding, k, statuses): the user's k facts with those statuses with the highest
      cosine to the embedding, best first; fewer than k only when the user has fewer such facts.
-   - session_exists, list_users (the users with memory in the store).
+   - session_exists, session_digest, list_users (the users with memory in the store).
 4. delete_facts(ids): removes the user's facts among ids (unknown and other users' ids ignored)
    with their confirmations and every link into or out of them. Every message in a removed
    fact's provenance keeps its id but loses its text (redacted). The reason of every supersedes
@@ -133,7 +133,8 @@ class ReferenceStore:
         memory = self._users.setdefault(user_id, _Memory())
         day = session.date
         memory.sessions[session.id] = ExportedSession(
-            id=session.id, date=day, checks=tuple(sorted(session.checks, key=lambda c: c.domain))
+            id=session.id, date=day, checks=tuple(sorted(session.checks, key=lambda c: c.domain)),
+            digest=session.digest,
         )
         for message in change.messages:
             memory.messages[message.id] = ExportedMessage(
@@ -260,6 +261,10 @@ class ReferenceStore:
 
     def session_exists(self, user_id: str, session_id: str) -> bool:
         return session_id in self._memory(user_id).sessions
+
+    def session_digest(self, user_id: str, session_id: str) -> str | None:
+        session = self._memory(user_id).sessions.get(session_id)
+        return None if session is None else session.digest
 
     def current_facts(self, user_id: str) -> list[Fact]:
         return self._most_recent_first(self._facts(user_id, CURRENT_ONLY))

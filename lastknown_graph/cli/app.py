@@ -56,6 +56,7 @@ exit codes:
   5  LLM or embedder unavailable (unreachable, not installed or not configured)
   6  unknown user (the user has no memory in this store)
   7  deletion not confirmed; nothing was deleted
+  8  a session id already written with other messages; nothing was stored
 """
 
 ENVIRONMENT = """\

@@ -20,6 +20,7 @@ from lastknown_graph.embedders import APIEmbedder, Embedder, EmbedderError, Loca
 from lastknown_graph.errors import (
     InvalidInputError,
     LastknownError,
+    SessionConflictError,
     StoreUnavailableError,
     UnknownUserError,
 )
@@ -36,6 +37,7 @@ EXIT_STORE_UNAVAILABLE = 4  # Neo4j could not be reached or refused the credenti
 EXIT_MODEL_UNAVAILABLE = 5  # the LLM or the embedder could not be reached, loaded or configured
 EXIT_UNKNOWN_USER = 6  # the user has no memory in this store
 EXIT_NOT_CONFIRMED = 7  # a deletion was not confirmed; nothing was deleted
+EXIT_SESSION_CONFLICT = 8  # a session id already written with other messages; nothing was stored
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 EXIT_BROKEN_PIPE = 141  # stdout was closed early (| head), as shells report SIGPIPE
 
@@ -60,6 +62,8 @@ def exit_code_for(exc: BaseException) -> int | None:
         return exc.code
     if isinstance(exc, UnknownUserError):
         return EXIT_UNKNOWN_USER
+    if isinstance(exc, SessionConflictError):
+        return EXIT_SESSION_CONFLICT
     if isinstance(exc, StoreUnavailableError):
         return EXIT_STORE_UNAVAILABLE
     if isinstance(exc, LLMOutputError):

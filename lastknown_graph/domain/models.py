@@ -103,10 +103,14 @@ class CheckCount(Frozen):
     flagged: int = Field(ge=0)  # how many reached stage 2
 
 
+Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
 class SessionRecord(Frozen):
     id: SessionId
     date: date
     checks: tuple[CheckCount, ...] = ()
+    digest: Digest | None = None  # sha256 of the user turns: the same id with other turns is refused
 
 
 class MessageRecord(Frozen):
@@ -387,6 +391,7 @@ class ExportedSession(Frozen):
     id: SessionId
     date: date
     checks: tuple[CheckCount, ...] = ()
+    digest: Digest | None = None  # None: written before digests were kept
 
 
 class DomainTelemetry(Frozen):

@@ -7,6 +7,8 @@ returns is checked against what it was shown.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 import re
@@ -103,6 +105,11 @@ def topic_key(raw: str) -> str:
     if not topic or not topic[0].isalpha() or len(topic) > MAX_TOPIC_CHARS or topic.count("_") > 3:
         return ""
     return topic
+
+
+def conversation_digest(user_messages: list[str]) -> str:
+    """What a session id stands for: the user's turns, in order (sha256 of their JSON list)."""
+    return hashlib.sha256(json.dumps(user_messages, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def message_id(user_id: str, session_id: str, index: int) -> str:
@@ -369,7 +376,8 @@ class _Planner:
                 return
 
     def session_record(self) -> SessionRecord:
-        return SessionRecord(id=self.session_id, date=self.day, checks=tuple(
+        return SessionRecord(id=self.session_id, date=self.day, digest=conversation_digest(self.user_messages),
+                             checks=tuple(
             CheckCount(domain=domain, checks=run, flagged=flagged) for domain, (run, flagged) in self.checks.items()
         ))
 

@@ -129,7 +129,7 @@ def _new_user_node(graph: nx.MultiDiGraph, user_id: str) -> None:
 # Nodes and edges are made here only, so a written session and an imported user have the same shape.
 def _add_session(graph: nx.MultiDiGraph, user_id: str, session: SessionRecord | ExportedSession) -> str:
     key = _session_key(user_id, session.id)
-    graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date,
+    graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date, digest=session.digest,
                    **checks_to_props(session.checks))
     graph.add_edge(_user_key(user_id), key, key="HAD")
     return key
@@ -547,6 +547,12 @@ class EmbeddedStore:
         with self._locked(exclusive=False):
             return key in self._graph
 
+    def session_digest(self, user_id: str, session_id: str) -> str | None:
+        key = _session_key(check_identifier(user_id), check_identifier(session_id))
+        with self._locked(exclusive=False):
+            node = self._graph.nodes.get(key)
+            return None if node is None else node.get("digest")
+
     def user_write_turn(self, user_id: str) -> AbstractContextManager[None]:
         return self._turns.turn(check_identifier(user_id))
 
@@ -706,7 +712,7 @@ class EmbeddedStore:
                     continue
                 session = graph.nodes[session_key]
                 sessions.append(ExportedSession(id=session["id"], date=session["date"],
-                                                checks=checks_from_props(session)))
+                                                checks=checks_from_props(session), digest=session.get("digest")))
                 for _, message_key, t2 in graph.out_edges(session_key, keys=True):
                     if t2 == "CONTAINS":
                         m = graph.nodes[message_key]

@@ -53,6 +53,10 @@ class Store(Protocol):
 
     def session_exists(self, user_id: str, session_id: str) -> bool: ...
 
+    def session_digest(self, user_id: str, session_id: str) -> str | None:
+        """The digest of a written session's user turns; None when it was not written or predates digests."""
+        ...
+
     def user_write_turn(self, user_id: str) -> AbstractContextManager[None]:
         """Held by ``Memory.write`` while it plans and applies: writers for one user in this process take turns.
 

@@ -235,7 +235,8 @@ class Neo4jStore:
                 if missing:
                     raise StaleStateError(f"facts {missing!r} are not current facts of user {change.user_id!r}")
             self._refuse_used_ids(tx, [f.id for f in change.new_facts], [m.id for m in change.messages])
-            self._run(tx, "write_session", **common, **checks_to_props(session.checks), messages=[
+            self._run(tx, "write_session", **common, **checks_to_props(session.checks), digest=session.digest,
+                      messages=[
                 {"id": m.id, "index": m.index, "role": str(m.role), "text": m.text} for m in change.messages
             ])
             if change.new_facts:
@@ -312,7 +313,8 @@ class Neo4jStore:
             self._refuse_used_ids(tx, [f.id for f in export.facts], [m.id for m in export.messages])
             self._run(
                 tx, "import_user", user_id=export.user_id,
-                sessions=[{"id": s.id, "date": s.date, **checks_to_props(s.checks)} for s in export.sessions],
+                sessions=[{"id": s.id, "date": s.date, "digest": s.digest, **checks_to_props(s.checks)}
+                          for s in export.sessions],
                 messages=[m.model_dump(mode="python") | {"role": str(m.role)} for m in export.messages],
             )
             self._run(tx, "import_facts", user_id=export.user_id, facts=[
@@ -366,6 +368,13 @@ class Neo4jStore:
             "session_exists", user_id=check_identifier(user_id), session_id=check_identifier(session_id)
         )
         return bool(rows[0]["exists"])
+
+    def session_digest(self, user_id: str, session_id: str) -> str | None:
+        rows = self._query(
+            "session_digest", user_id=check_identifier(user_id), session_id=check_identifier(session_id)
+        )
+        digest = rows[0]["digest"]
+        return str(digest) if digest is not None else None
 
     def user_write_turn(self, user_id: str) -> AbstractContextManager[None]:
         return self._turns.turn(check_identifier(user_id))
@@ -536,7 +545,8 @@ class Neo4jStore:
         if not exists:
             raise UnknownUserError(f"user {user_id!r} has no memory in this store")
         sessions = [
-            ExportedSession(id=row["id"], date=to_day(row["date"]), checks=checks_from_props(row))
+            ExportedSession(id=row["id"], date=to_day(row["date"]), checks=checks_from_props(row),
+                            digest=row.get("digest"))
             for row in session_rows
         ]
         messages = [ExportedMessage(**m) for row in session_rows for m in row["messages"]]
