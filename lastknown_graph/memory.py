@@ -25,7 +25,7 @@ from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
 from lastknown_graph.prompts.answer import answer_messages
-from lastknown_graph.reader import MemoryReader, day_argument, id_argument, text_argument
+from lastknown_graph.reader import MemoryReader, day_argument, id_argument, text_argument, user_argument
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 
 logger = logging.getLogger(__name__)
@@ -114,6 +114,7 @@ class Memory(MemoryReader):
         limit = max_conversation_chars
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInputError(f"max_conversation_chars must be a positive integer, got {limit!r}")
+        user = user_argument(user)  # before a default store is opened for it
         super().__init__(store if store is not None else default_store(), user, embedder=embedder, priors=priors)
         self.llm = llm
         self.conflict_settings = conflict_settings or ConflictSettings()
@@ -125,6 +126,9 @@ class Memory(MemoryReader):
         if not self._schema_ready:
             self.store.ensure_schema(self.embedder.dimension)
             self._schema_ready = True
+
+    def _before_search(self) -> None:
+        self._ensure_schema()
 
     # ------------------------------------------------------------------ writing
 
@@ -202,6 +206,7 @@ class Memory(MemoryReader):
         return self._premise_notes(text_argument(message), UsageMeter())
 
     def _premise_notes(self, message: str, meter: UsageMeter, history: list[HistoryEntry] | None = None) -> list[str]:
+        self._ensure_schema()  # the premise check searches by vector
         return premise_notes(
             llm=self.llm, embedder=self.embedder, store=self.store, user_id=self.user, message=message,
             settings=self.premise_settings, meter=meter, history=history,

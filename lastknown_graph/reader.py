@@ -133,12 +133,16 @@ class MemoryReader:
             raise InvalidInputError("searching the memory needs the embedder it was written with "
                                     "(MemoryReader(store, user, embedder=...))")
         query = text_argument(query, "a query")
+        self._before_search()
         stored = self.store.embedding_dimension()
         if stored is not None and stored != self.embedder.dimension:
             raise SchemaMismatchError(f"the store holds {stored}-dimensional embeddings but the embedder gives "
                                       f"{self.embedder.dimension}; search with the embedder the memory was built with")
         [embedding] = self.embedder.embed([query])
         return embedding
+
+    def _before_search(self) -> None:
+        """A hook for subclasses that own the schema (Memory sets it up before its first vector search)."""
 
     def find(self, query: str, k: int = 5) -> list[ScoredFact]:
         """Current and historical facts for ``query``, most relevant first, with similarity and ids.
