@@ -103,7 +103,9 @@ def embedder() -> LocalEmbedder:
 
 
 def real_llm(server: RunningServer) -> LLM:
-    return LLM(base_url=server.base_url, model=MODEL_ALIAS, api_key="x", timeout_s=120, max_retries=1)
+    # 300 s: a completion of Gemma 270M takes seconds on an idle core, but minutes on a slow or busy machine
+    # (a first CI run beside a benchmark timed out at 120 s); this tests the protocol, not speed.
+    return LLM(base_url=server.base_url, model=MODEL_ALIAS, api_key="x", timeout_s=300, max_retries=1)
 
 
 def usage_lines(what: str, usage: UsageReport) -> str:
