@@ -10,6 +10,7 @@ processes; a reader reloads when another process has replaced the file.
 from __future__ import annotations
 
 import base64
+import errno
 import fcntl
 import glob
 import json
@@ -217,6 +218,10 @@ def _decode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     return decoded
 
 
+# Opening the lock file fails so on read-only media; reads then go without a lock.
+_READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
 class EmbeddedStore:
     """The store contract without a server. ``path=None`` keeps everything in memory only."""
 
@@ -252,7 +257,18 @@ class EmbeddedStore:
                 yield
                 return
             lock_path = self._path.with_name(self._path.name + ".lock")
-            with open(lock_path, "a+b") as lock_file:
+            try:
+                lock_file = open(lock_path, "a+b")  # noqa: SIM115 - closed below, after the unlock
+            except OSError as exc:
+                if exclusive or exc.errno not in _READ_ONLY_ERRNOS:
+                    raise StoreError(f"cannot lock the embedded store {self._path} for "
+                                     f"{'writing' if exclusive else 'reading'}: {exc.strerror or exc}") from exc
+                # Read-only media (a mounted backup, a read-only volume): nobody can write the file there, so a
+                # read needs no lock. Writes fail above, typed.
+                self._reload_if_changed()
+                yield
+                return
+            with lock_file:
                 fcntl.flock(lock_file, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
                 try:
                     self._reload_if_changed()

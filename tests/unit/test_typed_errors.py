@@ -77,3 +77,32 @@ def test_control_characters_in_a_models_reason_are_dropped_not_fatal(tmp_path: P
     assert retired.reason == "[31mmoved away"
     [entry] = [e for e in memory.history() if e.fact.text == "Lives in Lyon"]
     assert entry.replaced_by[0].reason == "[31mmoved away"
+
+
+def test_a_store_on_read_only_media_can_be_read_and_refuses_writes_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reliability finding 5: every read ended in an OSError traceback (the lock file is opened for append)."""
+    import builtins
+    import errno
+
+    path = tmp_path / "memory.json"
+    Memory(ScriptedModel(answer), HashedEmbedder(), "ada", EmbeddedStore(path)).write(
+        ["I live in Lyon."], date="2024-01-10", session="s1")
+    (tmp_path / "memory.json.lock").unlink()
+    before = path.read_bytes()
+
+    def read_only_open(file: object, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if any(flag in mode for flag in "wax+"):
+            raise OSError(errno.EROFS, "Read-only file system", str(file))
+        return builtins.open(file, mode, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr("lastknown_graph.store.embedded.open", read_only_open, raising=False)
+    store = EmbeddedStore(path)
+    reader = MemoryReader(store, "ada", embedder=HashedEmbedder())
+    assert [f.text for f in reader.current()] == ["Lives in Lyon"]
+    assert reader.context() and reader.history() and reader.find("lyon")
+    with pytest.raises(StoreError, match="for writing"):
+        Memory(ScriptedModel(answer), HashedEmbedder(), "ada", store).write(
+            ["We moved to Porto."], date="2024-06-01", session="s2")
+    assert path.read_bytes() == before
