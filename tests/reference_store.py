@@ -84,7 +84,7 @@ from lastknown_graph.domain.models import (
 )
 from lastknown_graph.errors import StaleStateError, StoreError, UnknownUserError, UserExistsError
 from lastknown_graph.store.protocol import CURRENT_ONLY
-from lastknown_graph.store.records import REDACTED_REASON
+from lastknown_graph.store.records import REDACTED_REASON, require_importable
 
 Relation = Literal["supersedes", "expires", "contradicts"]
 
@@ -216,6 +216,7 @@ class ReferenceStore:
         return self._users.pop(user_id, None) is not None
 
     def import_user(self, export: UserExport) -> None:
+        require_importable(export)
         if export.user_id in self._users:
             raise UserExistsError(f"user {export.user_id!r} already has memory")
         self._refuse_used_ids([f.id for f in export.facts], [m.id for m in export.messages])

@@ -22,7 +22,7 @@ from typing import Annotated, Final, Literal, Self
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from lastknown_graph.domain.validation import check_identifier, check_text
+from lastknown_graph.domain.validation import MAX_FACT_CHARS, check_identifier, check_text
 from lastknown_graph.errors import StaleStateError
 
 UserId = Annotated[str, AfterValidator(check_identifier)]
@@ -448,6 +448,31 @@ class ExportedReplacement(Frozen):
     reason: str | None
 
 
+def _cycles(edges: dict[str, list[str]]) -> list[list[str]]:
+    """One path per cycle found among replacement links (new fact -> the facts it replaced). Iterative: a memory
+    may hold a chain of thousands of replacements of one attribute."""
+    found: list[list[str]] = []
+    done: set[str] = set()
+    for start in edges:
+        if start in done:
+            continue
+        path, on_path, stack = [start], {start}, [iter(edges.get(start, []))]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                node = path.pop()
+                on_path.discard(node)
+                done.add(node)
+            elif nxt in on_path:
+                found.append([*path[path.index(nxt):], nxt])
+            elif nxt not in done:
+                path.append(nxt)
+                on_path.add(nxt)
+                stack.append(iter(edges.get(nxt, [])))
+    return found
+
+
 class UserExport(Frozen):
     format: Literal["lastknown_graph.user_export"] = EXPORT_FORMAT
     version: Literal[1] = EXPORT_VERSION
@@ -482,6 +507,41 @@ class UserExport(Frozen):
         if len(dimensions) > 1:
             raise ValueError(f"facts carry embeddings of different dimensions: {sorted(dimensions)}")
         return self
+
+    def integrity_problems(self) -> list[str]:
+        """What no write could have produced, by the integrity audits' rules and a write's own checks: the reasons
+        an import refuses this export (empty: importable)."""
+        problems: list[str] = []
+        for message in self.messages:
+            if message.redacted and message.text is not None:
+                problems.append(f"message {message.id} is marked redacted but keeps its text")
+            elif not message.redacted and message.text is None:
+                problems.append(f"message {message.id} has no text but is not marked redacted")
+            elif message.text is not None:
+                try:
+                    check_text(message.text)
+                except ValueError as exc:
+                    problems.append(f"message {message.id}: {exc}")
+        day_of = {s.id: s.date for s in self.sessions}
+        status_of = {f.id: f.status for f in self.facts}
+        for fact in self.facts:
+            if len(fact.text) > MAX_FACT_CHARS:
+                problems.append(f"fact {fact.id} is longer than {MAX_FACT_CHARS} characters")
+            if fact.valid_to is not None and fact.valid_to < fact.valid_from:
+                problems.append(f"fact {fact.id} ends ({fact.valid_to}) before it starts ({fact.valid_from})")
+            if day_of.get(fact.session_id) != fact.valid_from:
+                problems.append(f"fact {fact.id} starts on {fact.valid_from}, not on the day of its session "
+                                f"{fact.session_id}")
+        replaced: dict[str, list[str]] = {}
+        for link in self.replacements:
+            if link.relation == "contradicts":
+                continue
+            if status_of.get(link.old_fact_id) in (FactStatus.CURRENT, FactStatus.DISPUTED):
+                problems.append(f"fact {link.old_fact_id} is {link.relation}d by {link.new_fact_id} but marked "
+                                f"{status_of[link.old_fact_id]}")
+            replaced.setdefault(link.new_fact_id, []).append(link.old_fact_id)
+        problems += [f"facts {' -> '.join(cycle)} replace each other in a cycle" for cycle in _cycles(replaced)]
+        return problems
 
     def canonical(self) -> UserExport:
         """The same export in a canonical order and without its timestamp, for comparing two exports."""

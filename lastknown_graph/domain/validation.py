@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime
 
 MAX_IDENTIFIER_CHARS = 200  # ids are keys, not content; long ones are a caller bug
 MAX_MESSAGE_CHARS = 100_000  # one conversational turn; longer input is a paste, not a message
+MAX_FACT_CHARS = 300  # a fact is a short sentence; longer is a copied message, not a fact
 # A whole conversation given to write(): twice what a 32k-token context holds, far beyond what one extraction reads.
 MAX_CONVERSATION_CHARS = 250_000
 _ALLOWED_CONTROL = frozenset("\n\t\r")

@@ -37,7 +37,7 @@ from lastknown_graph.domain.reports import (
     RetiredFact,
 )
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.domain.validation import check_text
+from lastknown_graph.domain.validation import MAX_FACT_CHARS, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget, evidence_needed
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import ChatModel, UsageMeter
@@ -79,7 +79,6 @@ from lastknown_graph.pipeline.grounding import (
 )
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.extraction import (
-    MAX_FACT_CHARS,
     MAX_FACTS_PER_CONVERSATION,
     ExtractedFact,
     Extraction,

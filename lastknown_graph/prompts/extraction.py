@@ -15,7 +15,6 @@ from pydantic import BaseModel, Field
 from lastknown_graph.pipeline.text_checks import normalised
 
 MAX_FACTS_PER_CONVERSATION = 40  # a conversation rarely holds more; more is a runaway model
-MAX_FACT_CHARS = 300  # a fact is a short sentence; longer is a copied message, not a fact
 
 # The answer model is deliberately loose: bounds are enforced fact by fact when the answer is
 # used (pipeline/write.py), so one over-long fact loses that fact, not the whole extraction.

@@ -72,6 +72,7 @@ from lastknown_graph.store.records import (
     in_timeline_order,
     most_recent_first,
     oldest_first,
+    require_importable,
 )
 from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
@@ -502,6 +503,7 @@ class EmbeddedStore:
         return True
 
     def import_user(self, export: UserExport) -> None:
+        require_importable(export)
         dimensions = {len(f.embedding) for f in export.facts}
         self._require_dimension(dimensions.pop() if dimensions else None)
         user_id = export.user_id

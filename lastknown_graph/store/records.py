@@ -26,6 +26,7 @@ from lastknown_graph.domain.models import (
     TimelineEventKind,
     UserExport,
 )
+from lastknown_graph.errors import InvalidInputError
 
 FACT_FIELDS = (
     "id",
@@ -175,3 +176,16 @@ def assembled_export(
         user_id=user_id, sessions=tuple(sessions), messages=tuple(messages), facts=tuple(facts),
         confirmations=tuple(confirmations), replacements=tuple(replacements),
     ).canonical().model_copy(update={"exported_at": datetime.now(UTC)})
+
+
+SHOWN_PROBLEMS = 5
+
+
+def require_importable(export: UserExport) -> None:
+    """``InvalidInputError`` with the first few reasons when the export holds what no write could have made; an
+    import is refused whole, before anything is stored."""
+    problems = export.integrity_problems()
+    if problems:
+        more = f" (and {len(problems) - SHOWN_PROBLEMS} more)" if len(problems) > SHOWN_PROBLEMS else ""
+        raise InvalidInputError(f"the export of user {export.user_id!r} cannot be imported: "
+                                f"{'; '.join(problems[:SHOWN_PROBLEMS])}{more}")

@@ -62,6 +62,7 @@ from lastknown_graph.store.records import (
     in_timeline_order,
     oldest_first,
     replacement_from_map,
+    require_importable,
     to_day,
     to_moment,
 )
@@ -309,6 +310,7 @@ class Neo4jStore:
             self._histories.drop(user_id)
 
     def import_user(self, export: UserExport) -> None:
+        require_importable(export)
         dimensions = {len(f.embedding) for f in export.facts}
         self._require_dimension(dimensions.pop() if dimensions else None)
 
