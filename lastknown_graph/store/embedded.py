@@ -85,6 +85,30 @@ _DAY_ATTRS = frozenset({"date", "valid_from", "valid_to", "at"})
 # Edges from a newer fact to an older one, and the API's name for each.
 _RELATION_OF_EDGE = {"SUPERSEDES": "supersedes", "EXPIRES": "expires", "CONTRADICTS": "contradicts"}
 _EDGE_OF_RELATION = {relation: edge for edge, relation in _RELATION_OF_EDGE.items()}
+# What every node of a label carries, and the edge types there are: a file that is valid JSON but lacks them is
+# corrupt, and is refused when read (a read would end in a KeyError, a write would save over it).
+_REQUIRED_ATTRS = {
+    "User": {"id"},
+    "Session": {"id", "user_id", "date"},
+    "Message": {"id", "user_id", "session_id", "index", "role", "text", "redacted"},
+    "Fact": {"id", "user_id", "text", "topic", "kind", "status", "valid_from", "valid_to", "recorded_at", "session_id",
+             "embedding"},
+}
+_EDGE_TYPES = frozenset({"HAD", "CONTAINS", "KNOWS", "FROM", "CONFIRMED_IN", *_RELATION_OF_EDGE})
+
+
+def _shape_problem(graph: nx.MultiDiGraph) -> str | None:
+    for key, attrs in graph.nodes(data=True):
+        required = _REQUIRED_ATTRS.get(attrs.get("label"))
+        if required is None:
+            return f"node {key!r} has no known label"
+        missing = required - attrs.keys()
+        if missing:
+            return f"{attrs['label']} node {key!r} lacks {', '.join(sorted(missing))}"
+    for source, target, edge_type in graph.edges(keys=True):
+        if edge_type not in _EDGE_TYPES:
+            return f"edge {source!r} -> {target!r} has the unknown type {edge_type!r}"
+    return None
 _EVENT_OF_EDGE = {
     "SUPERSEDES": TimelineEventKind.RETIRED,
     "EXPIRES": TimelineEventKind.EXPIRED,
@@ -312,6 +336,9 @@ class EmbeddedStore:
             for edge in document["edges"]:
                 graph.add_edge(edge["source"], edge["target"], key=edge["type"], **_decode_attrs(edge["attrs"]))
             dimension = document.get("embedding_dimension")
+            problem = _shape_problem(graph)
+            if problem is not None:
+                raise ValueError(problem)
         except SchemaMismatchError:
             raise
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:

@@ -106,3 +106,27 @@ def test_a_store_on_read_only_media_can_be_read_and_refuses_writes_typed(
         Memory(ScriptedModel(answer), HashedEmbedder(), "ada", store).write(
             ["We moved to Porto."], date="2024-06-01", session="s2")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("damage", ["label", "text", "edge"])
+def test_a_store_file_valid_as_json_but_not_as_a_store_is_corrupt_and_never_saved_over(
+    tmp_path: Path, damage: str
+) -> None:
+    """Reliability finding 7: such files gave KeyError tracebacks, and one variant was written over by a write."""
+    path = tmp_path / "memory.json"
+    Memory(ScriptedModel(answer), HashedEmbedder(), "ada", EmbeddedStore(path)).write(
+        ["I live in Lyon."], date="2024-01-10", session="s1")
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if damage == "edge":
+        document["edges"][0]["type"] = "OWNS"
+    else:
+        node = next(n for n in document["nodes"] if n["attrs"].get("label") == "Fact")
+        del node["attrs"]["label" if damage == "label" else "text"]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    damaged = path.read_bytes()
+    with pytest.raises(CorruptStoreFileError):
+        MemoryReader(EmbeddedStore(path), "ada").history()
+    with pytest.raises(CorruptStoreFileError):
+        Memory(ScriptedModel(answer), HashedEmbedder(), "ada", EmbeddedStore(path)).write(
+            ["We moved to Porto."], date="2024-06-01", session="s2")
+    assert path.read_bytes() == damaged
