@@ -232,6 +232,29 @@ def test_write_rejects_bad_input_with_exit_code_3(model_env: dict[str, str], tmp
     assert run(model_env, "history", "--store", store, "--user", user).code == 6
 
 
+def test_an_unusable_store_path_is_a_typed_error_and_a_reused_session_exits_8(
+    model_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Reliability findings 7 and 9, from the command line."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    user = new_user()
+    for unusable, reason in ((blocker / "m.json", "cannot open the embedded store"), (folder, "is a directory")):
+        result = run(model_env, "write", "--store", embedded(unusable), "--user", user, "--date", "2024-03-01",
+                     "--session", "s-1", "Hello there.")
+        assert result.code == 1 and reason in result.err and "Traceback" not in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder"] and not any(folder.iterdir())
+
+    store = embedded(tmp_path / "m.json")
+    ok(run(model_env, "write", "--store", store, "--user", user, "--date", "2024-03-01", "--session", "s-1",
+           "I play the cello on Sundays."))
+    again = run(model_env, "write", "--store", store, "--user", user, "--date", "2024-03-01", "--session", "s-1",
+                "I am allergic to peanuts.")
+    assert again.code == 8 and "other messages" in again.err
+
+
 def test_write_with_the_llm_down_exits_5_and_writes_nothing(model_env: dict[str, str], tmp_path: Path) -> None:
     env = llm_down(model_env)
     store, user = embedded(tmp_path / "m.json"), new_user()
