@@ -12,7 +12,8 @@ from lastknown_graph.pipeline.grounding import only_says_outdated
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 
 KNOWN = [("Lives in Lyon", "location"), ("Works as a baker", "job"), ("Cycles to work", "commute"),
-         ("Keeps two cats", "pet"), ("Is vegetarian", "diet"), ("Plays the oboe", "hobby")]
+         ("Keeps two cats", "pet"), ("Is vegetarian", "diet"), ("Plays the oboe", "hobby"),
+         ("Sings in a choir", "singing"), ("Drives a red van", "car")]
 
 
 def fact(text: str, topic: str) -> dict[str, object]:
@@ -49,7 +50,7 @@ def memory_after_first_session(
     model = ScriptedModel(Script(second, same_topic_only=same_topic_only))
     memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None),
                     conflict_settings=ConflictSettings(**settings))  # type: ignore[arg-type]
-    memory.write(["The first session: Lyon, baker, cycling, cats, vegetarian, oboe."], date="2024-01-10",
+    memory.write(["The first session: Lyon, baker, cycling, cats, vegetarian, oboe, choir, van."], date="2024-01-10",
                  session="s1")
     return memory
 
@@ -68,7 +69,7 @@ def test_a_session_retiring_everything_is_held_at_the_bound() -> None:
     invented = [fact(f"Has a new {topic} now", topic) for _, topic in KNOWN]
     memory = memory_after_first_session(invented)
     report = memory.write(["Everything about me changed."], date="2024-06-01", session="s2")
-    assert len(report.retired) == 3  # max(3, a quarter of 6 current facts)
+    assert len(report.retired) == 5  # max(5, a quarter of 8 current facts)
     assert len(report.held) == 3 and all("held, not applied" in h.reason for h in report.held)
     still = {f.text for f in memory.current()}
     assert {h.text for h in report.held} <= still  # held facts stay current
@@ -88,13 +89,15 @@ def test_the_bound_is_configurable() -> None:
     invented = [fact(f"Has a new {topic} now", topic) for _, topic in KNOWN]
     memory = memory_after_first_session(invented, max_retirements_per_session=1, max_retired_share=0.0)
     report = memory.write(["Everything about me changed."], date="2024-06-01", session="s2")
-    assert len(report.retired) == 1 and len(report.held) == 5
+    assert len(report.retired) == 1 and len(report.held) == 7
 
 
 @pytest.mark.parametrize(("text", "verdict"), [
     ("Previous location information is outdated", True),
     ("Everything about the user is no longer accurate", True),
     ("Job is no longer true", True),
+    ("Singing details are out of date", True),  # an attribute the word lists do not know: one word is a name
+    ("No longer lives in a small flat", False),
     ("Is no longer vegan", False),  # says what is true now
     ("No longer true that the user lives in Paris", False),
     ("Her job title is wrong on the badge", False),
