@@ -140,8 +140,9 @@ class Memory(MemoryReader):
     ) -> WriteReport:
         """Remember one conversation: store the user's turns verbatim and update the facts they imply.
 
-        Idempotent per session id: writing the same session again changes nothing and
-        makes no LLM call. All or nothing: on any error the stored memory is unchanged.
+        Idempotent per session id: writing the same session with the same messages again changes nothing and
+        makes no LLM call; with other messages it is a ``SessionConflictError``. All or nothing: on any error the
+        stored memory is unchanged.
         """
         day = day_argument(date)
         session_id = id_argument(session, "session id")
