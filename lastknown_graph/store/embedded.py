@@ -458,7 +458,8 @@ class EmbeddedStore:
             disputed = change.disputed_fact_ids
             for new_fact in change.new_facts:
                 status = FactStatus.DISPUTED if new_fact.id in disputed else FactStatus.CURRENT
-                _add_fact(graph, user_id, ExportedFact(
+                # Built without validating again: every value comes from the validated SessionWrite.
+                _add_fact(graph, user_id, ExportedFact.model_construct(
                     id=new_fact.id, text=new_fact.text, topic=new_fact.topic, domain=new_fact.domain,
                     inferred=new_fact.inferred, kind=new_fact.kind, status=status, valid_from=session.date,
                     valid_to=None, recorded_at=change.recorded_at, session_id=session.id,
