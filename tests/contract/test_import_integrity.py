@@ -11,21 +11,12 @@ import pytest
 from lastknown_graph import InvalidInputError, Memory
 from lastknown_graph.domain.models import UserExport
 from lastknown_graph.store import EmbeddedStore, Store
-from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
+from lastknown_graph.testing import HashedEmbedder, ScriptedModel
 from tests.builders import DIMENSION, new_user
+from tests.scripted_moves import moving_to_porto
 
-
-def answer(call: ModelCall) -> object:
-    """Scripted (a test double): Lyon, then Porto, which retires it."""
-    if call.purpose == "extraction":
-        city = "Porto" if "Porto" in call.last_user_message else "Lyon"
-        return {"facts": [{"text": f"Lives in {city}", "topic": "location", "kind": "state", "inferred": False,
-                           "evidence": [0]}]}
-    if call.purpose == "stage1":
-        return 0.9
-    if call.purpose == "stage2":
-        return {"reasoning": "scripted", "verdict": "no_longer_true"}
-    return "ok"
+# Scripted (a test double): Lyon, then Porto, which retires it.
+answer = moving_to_porto()
 
 
 def exported() -> dict[str, Any]:

@@ -9,20 +9,11 @@ from pathlib import Path
 import pytest
 
 from lastknown_graph import CorruptStoreFileError, EmbeddedStore, InvalidInputError, Memory, MemoryReader, StoreError
-from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
+from lastknown_graph.testing import HashedEmbedder, ScriptedModel
+from tests.scripted_moves import moving_to_porto
 
-
-def answer(call: ModelCall) -> object:
-    """Scripted (a test double): Lyon, then Porto, retired with a reason holding an ESC and a BEL."""
-    if call.purpose == "extraction":
-        city = "Porto" if "Porto" in call.last_user_message else "Lyon"
-        return {"facts": [{"text": f"Lives in {city}", "topic": "location", "kind": "state", "inferred": False,
-                           "evidence": [0]}]}
-    if call.purpose == "stage1":
-        return 0.9
-    if call.purpose == "stage2":
-        return {"reasoning": "\x1b[31mmoved\x07 away", "verdict": "no_longer_true"}
-    return "ok"
+# Scripted (a test double): Lyon, then Porto, which retires it with a reason holding an ESC and a BEL.
+answer = moving_to_porto("\x1b[31mmoved\x07 away")
 
 
 def test_a_directory_as_the_store_file_is_a_typed_error_leaving_nothing_behind(tmp_path: Path) -> None:

@@ -1,0 +1,25 @@
+"""A scripted responder for ScriptedModel (a test double, not a model): the user lives in Lyon, then Porto.
+
+Each conversation yields one fact, "Lives in Porto" when the conversation names Porto and "Lives in Lyon"
+otherwise; every pair is flagged at stage 1 and retired at stage 2 with ``reason``.
+"""
+
+from __future__ import annotations
+
+from lastknown_graph.testing import ModelCall
+from lastknown_graph.testing.scripted_model import Responder
+
+
+def moving_to_porto(reason: str = "scripted") -> Responder:
+    def answer(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            city = "Porto" if "Porto" in call.last_user_message else "Lyon"
+            return {"facts": [{"text": f"Lives in {city}", "topic": "location", "kind": "state", "inferred": False,
+                               "evidence": [0]}]}
+        if call.purpose == "stage1":
+            return 0.9
+        if call.purpose == "stage2":
+            return {"reasoning": reason, "verdict": "no_longer_true"}
+        return "ok"
+
+    return answer
