@@ -23,6 +23,7 @@ from lastknown_graph.errors import InvalidInputError, SessionConflictError, Stal
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
+from lastknown_graph.pipeline.user_words import UserWordsSettings, closest_user_words, render_user_words
 from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.reader import MemoryReader, day_argument, id_argument, text_argument, user_argument
@@ -107,6 +108,7 @@ class Memory(MemoryReader):
         *,
         conflict_settings: ConflictSettings | None = None,
         premise_settings: PremiseSettings | None = None,
+        user_words_settings: UserWordsSettings | None = None,
         priors: VolatilityPriors | None = None,
         max_conversation_chars: int = MAX_CONVERSATION_CHARS,
     ) -> None:
@@ -119,6 +121,7 @@ class Memory(MemoryReader):
         self.llm = llm
         self.conflict_settings = conflict_settings or ConflictSettings()
         self.premise_settings = premise_settings or PremiseSettings()
+        self.user_words_settings = user_words_settings or UserWordsSettings()
         self._schema_ready = False
         self.max_conversation_chars = max_conversation_chars
 
@@ -206,15 +209,19 @@ class Memory(MemoryReader):
         """Notes for each retired fact the message seems to assume (empty when it assumes none)."""
         return self._premise_notes(text_argument(message), UsageMeter())
 
-    def _premise_notes(self, message: str, meter: UsageMeter, history: list[HistoryEntry] | None = None) -> list[str]:
+    def _premise_notes(
+        self, message: str, meter: UsageMeter, history: list[HistoryEntry] | None = None,
+        embedding: Sequence[float] | None = None,
+    ) -> list[str]:
         self._ensure_schema()  # the premise check searches by vector
         return premise_notes(
             llm=self.llm, embedder=self.embedder, store=self.store, user_id=self.user, message=message,
-            settings=self.premise_settings, meter=meter, history=history,
+            settings=self.premise_settings, meter=meter, history=history, embedding=embedding,
         )
 
     def ask(self, question: str, *, max_tokens: int = ANSWER_MAX_TOKENS) -> Answer:
-        """Answer with the whole current state, the history, and premise notes in the system prompt.
+        """Answer with the whole current state, the history, the user's own words behind the current facts
+        closest to the question, and premise notes in the system prompt (``Answer.context`` is all but the notes).
 
         ``max_tokens`` bounds the reply (a slow local model may be capped to its first sentence or two).
         """
@@ -225,8 +232,12 @@ class Memory(MemoryReader):
         # One snapshot of the history for the premise notes and the context: they cannot disagree, and
         # right after a write (when the store does not cache yet) the history is read once, not twice.
         history = self.store.history(self.user)
-        notes = self._premise_notes(question, meter, history)
-        context = self.context_of(history)
+        [embedding] = self.embedder.embed([question])
+        notes = self._premise_notes(question, meter, history, embedding)
+        quotes = closest_user_words(store=self.store, user_id=self.user, embedding=embedding,
+                                    settings=self.user_words_settings)
+        words = render_user_words(quotes, self.user_words_settings.max_quote_chars)
+        context = self.context_of(history) + (f"\n\n{words}" if words else "")
         text = self.llm.text(answer_messages(context, notes, question), purpose="answer", meter=meter,
                              max_tokens=max_tokens)
         return Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))

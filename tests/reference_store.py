@@ -77,6 +77,7 @@ from lastknown_graph.domain.models import (
     ReplacementLink,
     ScoredFact,
     SessionWrite,
+    SourceMessage,
     TimelineEvent,
     TimelineEventKind,
     UserExport,
@@ -272,6 +273,17 @@ class ReferenceStore:
 
     def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
         return self._most_recent_first([f for f in self._facts(user_id, frozenset(FactStatus)) if f.id in fact_ids])
+
+    def source_messages(self, user_id: str, fact_ids: Collection[str]) -> list[SourceMessage]:
+        memory = self._memory(user_id)
+        found = [
+            SourceMessage(fact_id=fact.id, message_id=message.id, session_id=message.session_id,
+                          day=memory.sessions[message.session_id].date, index=message.index, text=message.text)
+            for fact in memory.facts.values() if fact.id in fact_ids
+            for message in (memory.messages[m] for m in fact.source_message_ids)
+            if message.text is not None
+        ]
+        return sorted(found, key=lambda m: (m.fact_id, m.day, m.session_id, m.index))
 
     def facts_on_topic(self, user_id: str, topic: str, statuses: frozenset[FactStatus] = CURRENT_ONLY) -> list[Fact]:
         return self._most_recent_first([f for f in self._facts(user_id, statuses) if f.topic == topic])

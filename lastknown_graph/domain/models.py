@@ -350,6 +350,17 @@ class ReplacementLink(Frozen):
     reason: str | None
 
 
+class SourceMessage(Frozen):
+    """A user turn behind a fact (it came from it or confirmed it), with its session's date."""
+
+    fact_id: NodeId
+    message_id: NodeId
+    session_id: SessionId
+    day: date
+    index: int = Field(ge=0, lt=MAX_MESSAGE_INDEX)
+    text: str
+
+
 class HistoryEntry(Frozen):
     fact: Fact
     replaced_by: tuple[ReplacementLink, ...] = ()

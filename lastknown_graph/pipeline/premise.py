@@ -24,10 +24,13 @@ class PremiseSettings:
 
 def premise_notes(
     *, llm: ChatModel, embedder: Embedder, store: Store, user_id: str, message: str, settings: PremiseSettings,
-    meter: UsageMeter, history: Sequence[HistoryEntry] | None = None,
+    meter: UsageMeter, history: Sequence[HistoryEntry] | None = None, embedding: Sequence[float] | None = None,
 ) -> list[str]:
-    """``history``: the user's history if the caller has read it already (``ask()`` reads it once for both)."""
-    [embedding] = embedder.embed([message])
+    """``history`` and ``embedding`` (the message's): what the caller has already read or computed (``ask()``
+    reads the history once for the notes and the context, and embeds the message once for the notes and the
+    user's words)."""
+    if embedding is None:
+        [embedding] = embedder.embed([message])
     retired = store.similar_facts(user_id, embedding, settings.candidate_k, frozenset({FactStatus.RETIRED}))
     nearby = [s.fact for s in retired if s.similarity >= settings.min_similarity]
     if not nearby:

@@ -44,6 +44,7 @@ from lastknown_graph.domain.models import (
     ScoredFact,
     SessionRecord,
     SessionWrite,
+    SourceMessage,
     TimelineEvent,
     TimelineEventKind,
     UserExport,
@@ -619,6 +620,27 @@ class EmbeddedStore:
                 self._fact(graph, k) for k in self._user_fact_keys(graph, user_id) if graph.nodes[k]["id"] in wanted
             ]
         return most_recent_first(found)
+
+    def source_messages(self, user_id: str, fact_ids: Collection[str]) -> list[SourceMessage]:
+        check_identifier(user_id)
+        wanted = {check_identifier(f) for f in fact_ids}
+        found = []
+        with self._locked(exclusive=False):
+            graph = self._graph
+            for key in self._user_fact_keys(graph, user_id):
+                fact_id = graph.nodes[key]["id"]
+                if fact_id not in wanted:
+                    continue
+                for _, message_key, edge_type in graph.out_edges(key, keys=True):
+                    message = graph.nodes[message_key]
+                    if edge_type != "FROM" or message["redacted"]:
+                        continue
+                    session = graph.nodes[_session_key(user_id, message["session_id"])]
+                    found.append(SourceMessage(
+                        fact_id=fact_id, message_id=message["id"], session_id=message["session_id"],
+                        day=session["date"], index=message["index"], text=message["text"],
+                    ))
+        return sorted(found, key=lambda m: (m.fact_id, m.day, m.session_id, m.index))
 
     def facts_on_topic(
         self, user_id: str, topic: str, statuses: frozenset[FactStatus] = CURRENT_ONLY

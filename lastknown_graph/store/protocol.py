@@ -21,6 +21,7 @@ from lastknown_graph.domain.models import (
     ProbeCandidates,
     ScoredFact,
     SessionWrite,
+    SourceMessage,
     TimelineEvent,
     UserExport,
     WriteOutcome,
@@ -72,6 +73,13 @@ class Store(Protocol):
 
     def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
         """The user's facts among ``fact_ids`` (any status); unknown ids are left out."""
+
+    def source_messages(self, user_id: str, fact_ids: Collection[str]) -> list[SourceMessage]:
+        """The messages each of the user's facts among ``fact_ids`` came from or was confirmed by.
+
+        Ordered by fact id, then session date and message order; forgotten (redacted) messages and
+        unknown ids are left out.
+        """
 
     def facts_on_topic(
         self, user_id: str, topic: str, statuses: frozenset[FactStatus] = CURRENT_ONLY

@@ -245,6 +245,44 @@ def test_facts_on_topic_and_by_id_are_scoped(store: Store) -> None:
     assert {f.id for f in found} == {ids["portland"], ids["rain"]}
 
 
+def test_source_messages_are_a_facts_own_words_and_confirmations_in_date_order(store: Store) -> None:
+    user, other = new_user(), new_user("other")
+    march = SessionBuilder(user, "s-march", date(2024, 3, 1))
+    said = march.say("We finally adopted a greyhound called Pixel")
+    also = march.say("Pixel sleeps on the sofa all day")
+    dog = march.fact("Has a greyhound named Pixel", "pets", vec(40), sources=[also, said])
+    tea = march.fact("Drinks green tea", "drink", vec(41))
+    store.apply(march.build())
+    april = SessionBuilder(user, "s-april", date(2024, 4, 2))
+    april.confirm(dog, "Pixel turned three today")
+    store.apply(april.build())
+    stranger = SessionBuilder(other, "s-march", date(2024, 3, 1))
+    stranger_fact = stranger.fact("Has a cat", "pets", vec(42))
+    store.apply(stranger.build())
+
+    found = store.source_messages(user, [dog, stranger_fact, "f-missing"])
+    assert [(m.fact_id, m.session_id, m.day, m.index, m.text) for m in found] == [
+        (dog, "s-march", date(2024, 3, 1), 0, "We finally adopted a greyhound called Pixel"),
+        (dog, "s-march", date(2024, 3, 1), 1, "Pixel sleeps on the sofa all day"),
+        (dog, "s-april", date(2024, 4, 2), 0, "Pixel turned three today"),
+    ]
+    assert [m.text for m in store.source_messages(user, [tea])] == ["Drinks green tea"]
+    assert store.source_messages(other, [dog]) == []
+    assert store.source_messages(user, []) == []
+
+
+def test_source_messages_leave_out_forgotten_words(store: Store) -> None:
+    user = new_user()
+    session = SessionBuilder(user, "s-1", date(2024, 5, 1))
+    shared = session.say("I moved to Leeds and I play the cello")
+    city = session.fact("Lives in Leeds", "location", vec(50), sources=[shared])
+    cello = session.fact("Plays the cello", "hobby", vec(51), sources=[shared])
+    store.apply(session.build())
+    assert [m.fact_id for m in store.source_messages(user, [city, cello])] == sorted([city, cello])
+    store.delete_facts(user, [cello])
+    assert store.source_messages(user, [city, cello]) == []  # the message they shared lost its text
+
+
 def test_user_ids_with_quotes_and_cypher_are_plain_data(store: Store) -> None:
     hostile = new_user("x'}) DETACH DELETE n //\"`")
     session = SessionBuilder(hostile, "s-'1'", date(2024, 5, 5))

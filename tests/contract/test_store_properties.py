@@ -494,6 +494,8 @@ class StoreAgainstReference(RuleBasedStateMachine):
         ids = data.draw(st.lists(st.sampled_from(self.fact_ids), max_size=4), label="fact ids")
         assert_same_facts(self.store.facts_by_id(user, ids), self.reference.facts_by_id(user, ids))
 
+        assert self.store.source_messages(user, ids) == self.reference.source_messages(user, ids)
+
         topic = data.draw(st.sampled_from((*TOPICS, "no-such-topic")), label="topic")
         wanted = data.draw(statuses(), label="statuses")
         assert_same_facts(self.store.facts_on_topic(user, topic, wanted),

@@ -88,8 +88,8 @@ class FaultyEmbedder:
         return self._inner.embed(texts)
 
 
-READS = ("user_revision", "session_exists", "current_facts", "facts_by_id", "facts_on_topic", "similar_facts",
-         "conflict_candidates", "history")
+READS = ("user_revision", "session_exists", "current_facts", "facts_by_id", "source_messages", "facts_on_topic",
+         "similar_facts", "conflict_candidates", "history")
 
 
 class FaultyReads:

@@ -34,6 +34,7 @@ from lastknown_graph.domain.models import (
     ProbeCandidates,
     ScoredFact,
     SessionWrite,
+    SourceMessage,
     TimelineEvent,
     UserExport,
     WriteOutcome,
@@ -396,6 +397,12 @@ class Neo4jStore:
     def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
         ids = sorted({check_identifier(f) for f in fact_ids})
         return self._facts(self._query("facts_by_id", user_id=check_identifier(user_id), fact_ids=ids))
+
+    def source_messages(self, user_id: str, fact_ids: Collection[str]) -> list[SourceMessage]:
+        ids = sorted({check_identifier(f) for f in fact_ids})
+        rows = self._query("source_messages", user_id=check_identifier(user_id), fact_ids=ids)
+        return [SourceMessage(fact_id=r["fact_id"], message_id=r["message_id"], session_id=r["session_id"],
+                              day=date.fromisoformat(r["day"]), index=r["index"], text=r["text"]) for r in rows]
 
     def facts_on_topic(
         self, user_id: str, topic: str, statuses: frozenset[FactStatus] = CURRENT_ONLY
