@@ -23,7 +23,7 @@ END_MARKER = "<!-- generated:end -->"
 
 def invocation(prog: str, argv: Sequence[str] | None) -> str:
     """The command as typed, for the results file (``argv`` None: this process's arguments)."""
-    return f"{prog} " + shlex.join(sys.argv[1:] if argv is None else argv)
+    return " ".join([prog, shlex.join(sys.argv[1:] if argv is None else argv)]).rstrip()
 
 
 def log_progress_of(logger_name: str) -> None:
