@@ -13,9 +13,9 @@ For each slot's question, top-1 of:
 
 - plain cosine: ``store.similar_facts(user, query, 1)`` (current facts, the store's default);
 - our ranking: ``Memory.find(query, k)[0]``, i.e. ``by_relevance`` (similarity x freshness, retired
-  facts at MIN_FRESHNESS) over the ``k * FIND_POOL_FACTOR`` nearest facts of any status, ``today``
-  = the user's latest fact date, default ``VolatilityPriors()``; k=5 (find's default, pool 15) is
-  the headline, k=1 (pool 3) and the whole store as pool are shown besides.
+  facts at MIN_FRESHNESS) over the ``find_pool_size(k)`` nearest facts of any status, ``today``
+  = the user's latest fact date, default ``VolatilityPriors()``; k=5 (find's default) is the
+  headline, k=1 and the whole store as pool are shown besides.
 
 "current-at-1": top-1 is the slot's current fact; "stale-at-1": top-1 is one of its older values;
 "other": a profile fact. Variants: the same without confirmations; the older values properly
@@ -41,8 +41,9 @@ from lastknown_graph.domain.models import Fact, FactStatus, ScoredFact
 from lastknown_graph.domain.volatility import HALF_LIFE_DAYS_AT_VOLATILE, MIN_FRESHNESS, VolatilityPriors
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
-from lastknown_graph.memory import FIND_POOL_FACTOR, Memory
+from lastknown_graph.memory import Memory
 from lastknown_graph.pipeline.ranking import by_relevance, fact_weight, latest_day
+from lastknown_graph.reader import find_pool_size
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore
 from tests.builders import SessionBuilder
 
@@ -271,8 +272,9 @@ class CachedEmbedder:
 
 # ------------------------------------------------------------------------------------ measuring
 
-METHODS: tuple[str, ...] = ("cosine", "cosine, any status", "find k=1 (pool 3)", f"find k={HEADLINE_K} (pool 15)",
-                            "ranking, whole store", "what-if: age since last said")
+METHODS: tuple[str, ...] = ("cosine", "cosine, any status", f"find k=1 (pool {find_pool_size(1)})",
+                            f"find k={HEADLINE_K} (pool {find_pool_size(HEADLINE_K)})", "ranking, whole store",
+                            "what-if: age since last said")
 COSINE, COSINE_ANY, FIND_1, FIND_K, FULL, LAST_SAID = METHODS
 
 
@@ -535,7 +537,7 @@ def render(results: dict[str, list[Outcome]], slots: Sequence[Slot], profile: Se
         f"- Embedder: `LocalEmbedder()` = {embedder_name}.",
         "- Methods (top-1 for the slot's question): **cosine** = `store.similar_facts(user, q, 1)` (current facts "
         "only, the store default); **cosine, any status** = the same over current and retired facts; "
-        f"**find k** = `Memory.find(q, k)[0]` = `by_relevance` over the k x {FIND_POOL_FACTOR} nearest facts of "
+        "**find k** = `Memory.find(q, k)[0]` = `by_relevance` over the `find_pool_size(k)` nearest facts of "
         "any status, `today` = the user's latest fact date, default `VolatilityPriors()`; **ranking, whole store** "
         "= `by_relevance` over every fact of the user.",
         "- current = top-1 is the slot's current value; stale = one of its older values; other = a profile fact "
@@ -584,7 +586,8 @@ def render(results: dict[str, list[Outcome]], slots: Sequence[Slot], profile: Se
         "",
         f"- find k=1 and find k={HEADLINE_K} disagree on top-1 in {len(k1_differs)} slots "
         f"({', '.join(k1_differs) or 'none'}); k=1 loses the current fact in {len(k1_lost)} of them "
-        f"({', '.join(k1_lost) or 'none'}): with a pool of 3 it is not even ranked when 3 older values are nearer.",
+        f"({', '.join(k1_lost) or 'none'}); find ranks pools of {find_pool_size(1)} and "
+        f"{find_pool_size(HEADLINE_K)} nearest facts.",
         f"- Older values retired: a retired value is top-1 of find k={HEADLINE_K} in {len(retired_on_top)} slots "
         f"({', '.join(retired_on_top) or 'none'}); with every value a year older, in {len(retired_old_on_top)} "
         f"({', '.join(retired_old_on_top) or 'none'}). At equal similarity (each retired value and the current "
