@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from bench._report import invocation, machine_lines, markdown_table, write_generated
+from bench._report import evenly_spread, invocation, machine_lines, markdown_table, write_generated
 from lastknown_graph.domain.models import FactKind, MessageRecord, NewFact, SessionRecord, SessionWrite
 from lastknown_graph.domain.volatility import UNKNOWN_DOMAIN_VOLATILITY, VolatilityPriors, candidate_budget
 from lastknown_graph.embedders import LocalEmbedder
@@ -41,6 +41,7 @@ from lastknown_graph.pipeline.conflicts import (
     candidate_probe,
     domain_candidate_budget,
     find_candidates,
+    select_candidates,
 )
 from lastknown_graph.store import EmbeddedStore
 
@@ -188,13 +189,6 @@ def _candidate_ids(
     return {c.fact.id for c in find_candidates(store, user_id, topic, query, settings)}
 
 
-def select_pairs(pairs: Sequence[Pair], limit: int | None) -> list[Pair]:
-    """``limit`` pairs spread evenly over the file, so a short run still spans its groups (None: all)."""
-    if limit is None or limit >= len(pairs):
-        return list(pairs)
-    return [pairs[i * len(pairs) // limit] for i in range(limit)]
-
-
 def measure(pairs: Sequence[Pair], distractors: Sequence[Distractor], embedder: LocalEmbedder) -> list[Outcome]:
     texts = sorted({d.text for d in distractors} | {p.old.text for p in pairs} | {p.new.text for p in pairs})
     vectors = dict(zip(texts, embedder.embed(texts), strict=True))
@@ -212,10 +206,11 @@ def measure(pairs: Sequence[Pair], distractors: Sequence[Distractor], embedder: 
         position = next(i for i, scored in enumerate(ranked) if scored.fact.id == OLD_FACT_ID)
         on_topic = store.facts_on_topic(user_id, pair.new.topic)
 
-        # As plan_write reads it: the default settings fix no k, so the new fact's domain sets it.
-        budget = domain_candidate_budget(PRIORS, pair.new.domain)
-        read_k = candidate_probe(pair.new.topic, query, default, budget).k
-        candidates = {c.fact.id: c for c in find_candidates(store, user_id, pair.new.topic, query, default, budget)}
+        # What find_candidates does, as plan_write reads it: the default settings fix no k, so the new
+        # fact's domain sets it; the probe's k is what the store is asked for.
+        probe = candidate_probe(pair.new.topic, query, default, domain_candidate_budget(PRIORS, pair.new.domain))
+        [read] = store.conflict_candidates(user_id, [probe])
+        candidates = {c.fact.id: c for c in select_candidates(read, pair.new.topic, default)}
         found = set(candidates)
         variants: dict[tuple[int, float], tuple[bool, int]] = {}
         for k, floor in VARIANTS:
@@ -226,7 +221,7 @@ def measure(pairs: Sequence[Pair], distractors: Sequence[Distractor], embedder: 
             pair=pair, rank=position + 1, facts=len(ranked), cosine=ranked[position].similarity,
             found_default=OLD_FACT_ID in found, found_by_topic=any(f.id == OLD_FACT_ID for f in on_topic),
             found_by_vector=OLD_FACT_ID in candidates and candidates[OLD_FACT_ID].similarity is not None,
-            candidate_k=read_k, default_size=len(found), topic_size=len(on_topic), variants=variants,
+            candidate_k=probe.k, default_size=len(found), topic_size=len(on_topic), variants=variants,
         ))
     return outcomes
 
@@ -427,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     embedder = LocalEmbedder()
     pairs, distractors = load_pairs(), load_distractors()
-    outcomes = measure(select_pairs(pairs, limit), distractors, embedder)
+    outcomes = measure(evenly_spread(pairs, limit), distractors, embedder)
     report = render(outcomes, distractors, embedder.name, invocation(COMMAND, argv), len(pairs))
     print(report)
     if not args.no_write:

@@ -23,6 +23,7 @@ retired (each by the next value); and all slots together in one store.
 
     python -m bench.haystack            # prints and rewrites bench/results/haystack.md
     python -m bench.haystack --no-write # prints only
+    python -m bench.haystack --quick --out /tmp/haystack.md   # 6 slots spread over the file, in seconds
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from bench._report import machine_lines, markdown_table, write_generated
+from bench._report import evenly_spread, invocation, machine_lines, markdown_table, write_generated
 from lastknown_graph.domain.models import Fact, FactStatus, ScoredFact
 from lastknown_graph.domain.volatility import HALF_LIFE_DAYS_AT_VOLATILE, MIN_FRESHNESS, VolatilityPriors
 from lastknown_graph.embedders import LocalEmbedder
@@ -53,6 +54,7 @@ SLOTS_PATH = DATA_DIR / "slots.jsonl"
 PROFILE_PATH = DATA_DIR / "profile.jsonl"
 RESULTS_PATH = BENCH_DIR / "results" / "haystack.md"
 COMMAND = "python -m bench.haystack"
+QUICK_SLOTS = 6
 
 # The user's last session: every age in the data files is counted back from this day.
 TODAY = date(2024, 6, 30)
@@ -508,7 +510,7 @@ def _pick(outcomes: Sequence[Outcome], keep: Callable[[Outcome], bool]) -> list[
 
 
 def render(results: dict[str, list[Outcome]], slots: Sequence[Slot], profile: Sequence[ProfileFact],
-           embedder_name: str, seconds: float) -> str:
+           embedder_name: str, seconds: float, command: str = COMMAND) -> str:
     headline = results[SETTINGS[0].name]
     retired = results[SETTINGS[2].name]
     retired_old = results[SETTINGS[3].name]
@@ -524,7 +526,7 @@ def render(results: dict[str, list[Outcome]], slots: Sequence[Slot], profile: Se
     lines = [
         "## Setup",
         "",
-        f"- Command: `{COMMAND}` (from the repository root, in the project venv); this run took {seconds:.0f} s.",
+        f"- Command: `{command}` (from the repository root, in the project venv); this run took {seconds:.0f} s.",
         f"- {len(slots)} slots (`bench/haystack/slots.jsonl`) in {len({s.domain for s in slots})} domains, each a "
         f"question, one current value and 2–4 older values ({n_decoys} in all) of the same attribute; "
         f"{len(profile)} profile facts (`bench/haystack/profile.jsonl`) as distractors. The user's last session is "
@@ -618,13 +620,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=RESULTS_PATH, help="results file to update")
     parser.add_argument("--no-write", action="store_true", help="print the tables without updating the file")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--limit", type=int, help="measure only N slots, spread evenly over the file")
+    size.add_argument("--quick", action="store_true", help=f"the short form: {QUICK_SLOTS} slots")
     args = parser.parse_args(argv)
+    limit = QUICK_SLOTS if args.quick else args.limit
+    if limit is not None and limit < 1:
+        parser.error("--limit must be at least 1")
 
     started = time.perf_counter()
     embedder = CachedEmbedder(LocalEmbedder())
-    slots, profile = load_slots(), load_profile()
+    slots, profile = evenly_spread(load_slots(), limit), load_profile()
     results = measure(slots, profile, embedder)
-    report = render(results, slots, profile, embedder.name, time.perf_counter() - started)
+    report = render(results, slots, profile, embedder.name, time.perf_counter() - started,
+                    invocation(COMMAND, argv))
     print(report)
     if not args.no_write:
         write_generated(args.out, "Retrieval haystack: current versus stale values at top-1", report)
