@@ -16,6 +16,9 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 START_MARKER = "<!-- generated:start (rewritten by the bench script; edit outside these markers) -->"
 END_MARKER = "<!-- generated:end -->"
@@ -23,7 +26,14 @@ END_MARKER = "<!-- generated:end -->"
 
 def invocation(prog: str, argv: Sequence[str] | None) -> str:
     """The command as typed, for the results file (``argv`` None: this process's arguments)."""
-    return f"{prog} " + shlex.join(sys.argv[1:] if argv is None else argv)
+    return " ".join([prog, shlex.join(sys.argv[1:] if argv is None else argv)]).rstrip()
+
+
+def evenly_spread(items: Sequence[T], limit: int | None) -> list[T]:
+    """``limit`` of ``items`` spread evenly over them, the first included, so a short run spans the data (None: all)."""
+    if limit is None or limit >= len(items):
+        return list(items)
+    return [items[i * len(items) // limit] for i in range(limit)]
 
 
 def log_progress_of(logger_name: str) -> None:

@@ -13,9 +13,9 @@ For each slot's question, top-1 of:
 
 - plain cosine: ``store.similar_facts(user, query, 1)`` (current facts, the store's default);
 - our ranking: ``Memory.find(query, k)[0]``, i.e. ``by_relevance`` (similarity x freshness, retired
-  facts at MIN_FRESHNESS) over the ``k * FIND_POOL_FACTOR`` nearest facts of any status, ``today``
-  = the user's latest fact date, default ``VolatilityPriors()``; k=5 (find's default, pool 15) is
-  the headline, k=1 (pool 3) and the whole store as pool are shown besides.
+  facts at MIN_FRESHNESS) over the ``find_pool_size(k)`` nearest facts of any status, ``today``
+  = the user's latest fact date, default ``VolatilityPriors()``; k=5 (find's default) is the
+  headline, k=1 and the whole store as pool are shown besides.
 
 "current-at-1": top-1 is the slot's current fact; "stale-at-1": top-1 is one of its older values;
 "other": a profile fact. Variants: the same without confirmations; the older values properly
@@ -23,6 +23,7 @@ retired (each by the next value); and all slots together in one store.
 
     python -m bench.haystack            # prints and rewrites bench/results/haystack.md
     python -m bench.haystack --no-write # prints only
+    python -m bench.haystack --quick --out /tmp/haystack.md   # 6 slots spread over the file, in seconds
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from bench._report import machine_lines, markdown_table, write_generated
+from bench._report import evenly_spread, invocation, machine_lines, markdown_table, write_generated
 from lastknown_graph.domain.models import Fact, FactStatus, ScoredFact
 from lastknown_graph.domain.volatility import HALF_LIFE_DAYS_AT_VOLATILE, MIN_FRESHNESS, VolatilityPriors
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
-from lastknown_graph.memory import FIND_POOL_FACTOR, Memory
+from lastknown_graph.memory import Memory
 from lastknown_graph.pipeline.ranking import by_relevance, fact_weight, latest_day
+from lastknown_graph.reader import find_pool_size
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore
 from tests.builders import SessionBuilder
 
@@ -52,6 +54,7 @@ SLOTS_PATH = DATA_DIR / "slots.jsonl"
 PROFILE_PATH = DATA_DIR / "profile.jsonl"
 RESULTS_PATH = BENCH_DIR / "results" / "haystack.md"
 COMMAND = "python -m bench.haystack"
+QUICK_SLOTS = 6
 
 # The user's last session: every age in the data files is counted back from this day.
 TODAY = date(2024, 6, 30)
@@ -271,8 +274,9 @@ class CachedEmbedder:
 
 # ------------------------------------------------------------------------------------ measuring
 
-METHODS: tuple[str, ...] = ("cosine", "cosine, any status", "find k=1 (pool 3)", f"find k={HEADLINE_K} (pool 15)",
-                            "ranking, whole store", "what-if: age since last said")
+METHODS: tuple[str, ...] = ("cosine", "cosine, any status", f"find k=1 (pool {find_pool_size(1)})",
+                            f"find k={HEADLINE_K} (pool {find_pool_size(HEADLINE_K)})", "ranking, whole store",
+                            "what-if: age since last said")
 COSINE, COSINE_ANY, FIND_1, FIND_K, FULL, LAST_SAID = METHODS
 
 
@@ -506,7 +510,7 @@ def _pick(outcomes: Sequence[Outcome], keep: Callable[[Outcome], bool]) -> list[
 
 
 def render(results: dict[str, list[Outcome]], slots: Sequence[Slot], profile: Sequence[ProfileFact],
-           embedder_name: str, seconds: float) -> str:
+           embedder_name: str, seconds: float, command: str = COMMAND) -> str:
     headline = results[SETTINGS[0].name]
     retired = results[SETTINGS[2].name]
     retired_old = results[SETTINGS[3].name]
@@ -522,7 +526,7 @@ def render(results: dict[str, list[Outcome]], slots: Sequence[Slot], profile: Se
     lines = [
         "## Setup",
         "",
-        f"- Command: `{COMMAND}` (from the repository root, in the project venv); this run took {seconds:.0f} s.",
+        f"- Command: `{command}` (from the repository root, in the project venv); this run took {seconds:.0f} s.",
         f"- {len(slots)} slots (`bench/haystack/slots.jsonl`) in {len({s.domain for s in slots})} domains, each a "
         f"question, one current value and 2–4 older values ({n_decoys} in all) of the same attribute; "
         f"{len(profile)} profile facts (`bench/haystack/profile.jsonl`) as distractors. The user's last session is "
@@ -535,7 +539,7 @@ def render(results: dict[str, list[Outcome]], slots: Sequence[Slot], profile: Se
         f"- Embedder: `LocalEmbedder()` = {embedder_name}.",
         "- Methods (top-1 for the slot's question): **cosine** = `store.similar_facts(user, q, 1)` (current facts "
         "only, the store default); **cosine, any status** = the same over current and retired facts; "
-        f"**find k** = `Memory.find(q, k)[0]` = `by_relevance` over the k x {FIND_POOL_FACTOR} nearest facts of "
+        "**find k** = `Memory.find(q, k)[0]` = `by_relevance` over the `find_pool_size(k)` nearest facts of "
         "any status, `today` = the user's latest fact date, default `VolatilityPriors()`; **ranking, whole store** "
         "= `by_relevance` over every fact of the user.",
         "- current = top-1 is the slot's current value; stale = one of its older values; other = a profile fact "
@@ -584,7 +588,8 @@ def render(results: dict[str, list[Outcome]], slots: Sequence[Slot], profile: Se
         "",
         f"- find k=1 and find k={HEADLINE_K} disagree on top-1 in {len(k1_differs)} slots "
         f"({', '.join(k1_differs) or 'none'}); k=1 loses the current fact in {len(k1_lost)} of them "
-        f"({', '.join(k1_lost) or 'none'}): with a pool of 3 it is not even ranked when 3 older values are nearer.",
+        f"({', '.join(k1_lost) or 'none'}); find ranks pools of {find_pool_size(1)} and "
+        f"{find_pool_size(HEADLINE_K)} nearest facts.",
         f"- Older values retired: a retired value is top-1 of find k={HEADLINE_K} in {len(retired_on_top)} slots "
         f"({', '.join(retired_on_top) or 'none'}); with every value a year older, in {len(retired_old_on_top)} "
         f"({', '.join(retired_old_on_top) or 'none'}). At equal similarity (each retired value and the current "
@@ -615,13 +620,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=RESULTS_PATH, help="results file to update")
     parser.add_argument("--no-write", action="store_true", help="print the tables without updating the file")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--limit", type=int, help="measure only N slots, spread evenly over the file")
+    size.add_argument("--quick", action="store_true", help=f"the short form: {QUICK_SLOTS} slots")
     args = parser.parse_args(argv)
+    limit = QUICK_SLOTS if args.quick else args.limit
+    if limit is not None and limit < 1:
+        parser.error("--limit must be at least 1")
 
     started = time.perf_counter()
     embedder = CachedEmbedder(LocalEmbedder())
-    slots, profile = load_slots(), load_profile()
+    slots, profile = evenly_spread(load_slots(), limit), load_profile()
     results = measure(slots, profile, embedder)
-    report = render(results, slots, profile, embedder.name, time.perf_counter() - started)
+    report = render(results, slots, profile, embedder.name, time.perf_counter() - started,
+                    invocation(COMMAND, argv))
     print(report)
     if not args.no_write:
         write_generated(args.out, "Retrieval haystack: current versus stale values at top-1", report)

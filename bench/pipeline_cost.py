@@ -16,6 +16,7 @@ on this machine, split into LLM calls (HTTP round trips to the in-process double
 
     python -m bench.pipeline_cost             # prints and rewrites bench/results/pipeline-cost.md
     python -m bench.pipeline_cost --no-write  # prints only
+    python -m bench.pipeline_cost --quick --out /tmp/pipeline-cost.md   # one scenario, once, in seconds
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from bench._report import machine_lines, markdown_table, write_generated
+from bench._report import evenly_spread, invocation, machine_lines, markdown_table, write_generated
 from bench.scenarios import NO_LONGER_TRUE, SCENARIOS, Scenario
 from lastknown_graph.domain.reports import UsageReport
 from lastknown_graph.embedders import LocalEmbedder
@@ -268,11 +269,11 @@ def _signature(run: Run) -> list[tuple[str, str]]:
     return [(s.label, s.usage.model_dump_json()) for s in run.steps]
 
 
-def run_all(embedder: LocalEmbedder, repeat: int) -> list[Run]:
+def run_all(embedder: LocalEmbedder, repeat: int, scenarios: Sequence[Scenario] = SCENARIOS) -> list[Run]:
     """Each scenario on each server ``repeat`` times; times are medians, usage must not vary."""
     results = []
     for server_name in SERVERS:
-        for scenario in SCENARIOS:
+        for scenario in scenarios:
             runs = [run_scenario(scenario, server_name, embedder) for _ in range(repeat)]
             first = runs[0]
             if any(_signature(r) != _signature(first) for r in runs[1:]):
@@ -373,11 +374,11 @@ def headline_rows(runs: Sequence[Run]) -> list[list[object]]:
     return rows
 
 
-def render(runs: Sequence[Run], repeat: int, embedder_name: str) -> str:
+def render(runs: Sequence[Run], repeat: int, embedder_name: str, command: str = COMMAND) -> str:
     lines = [
         "## Setup",
         "",
-        f"- Command: `{COMMAND}` (from the repository root, in the project venv; `--repeat {repeat}`: "
+        f"- Command: `{command}` (from the repository root, in the project venv; `--repeat {repeat}`: "
         "each scenario runs that many times on a fresh store and client; calls and tokens are identical "
         "across repeats (checked), times are medians).",
         "- **Token counts come from the scripted test double, not from a model or a tokenizer**: "
@@ -459,14 +460,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per scenario and server (times: median)")
     parser.add_argument("--out", type=Path, default=RESULTS_PATH, help="results file to update")
     parser.add_argument("--no-write", action="store_true", help="print the tables without updating the file")
+    parser.add_argument("--limit", type=int, help="run only N of the scenarios, spread evenly over them")
+    parser.add_argument("--quick", action="store_true", help="the short form: one scenario, --repeat 1")
     args = parser.parse_args(argv)
-    if args.repeat < 1:
+    if args.quick and args.limit is not None:
+        parser.error("--quick runs one scenario; give either --quick or --limit")
+    repeat, limit = (1, 1) if args.quick else (args.repeat, args.limit)
+    if repeat < 1:
         parser.error("--repeat must be at least 1")
+    if limit is not None and limit < 1:
+        parser.error("--limit must be at least 1")
 
     embedder = LocalEmbedder()
     embedder.embed(["warm-up"])  # the first encode is slow; keep it out of the timings
-    runs = run_all(embedder, args.repeat)
-    report = render(runs, args.repeat, embedder.name)
+    runs = run_all(embedder, repeat, evenly_spread(SCENARIOS, limit))
+    report = render(runs, repeat, embedder.name, invocation(COMMAND, argv))
     print(report)
     if not args.no_write:
         write_generated(args.out, "Pipeline cost per conversation (scripted scenarios)", report)

@@ -32,6 +32,11 @@ FIND_MIN_POOL = 20
 DEFAULT_FORGET_THRESHOLD = 0.6
 
 
+def find_pool_size(k: int) -> int:
+    """How many nearest facts ``find(query, k)`` ranks by relevance before it keeps the top ``k``."""
+    return min(FIND_MAX_K, max(k * FIND_POOL_FACTOR, FIND_MIN_POOL))
+
+
 def text_argument(value: object, what: str = "text") -> str:
     if not isinstance(value, str):
         raise InvalidInputError(f"expected {what}, got {type(value).__name__}")
@@ -153,8 +158,7 @@ class MemoryReader:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= FIND_MAX_K:
             raise InvalidInputError(f"k must be an integer from 1 to {FIND_MAX_K}, got {k!r}")
         embedding = self._embedding(query)
-        pool_size = min(FIND_MAX_K, max(k * FIND_POOL_FACTOR, FIND_MIN_POOL))
-        pool = self.store.similar_facts(self.user, embedding, pool_size, ANY_STATUS)
+        pool = self.store.similar_facts(self.user, embedding, find_pool_size(k), ANY_STATUS)
         today = latest_day(self.store.current_facts(self.user)) or datetime.now(UTC).date()
         return by_relevance(pool, today, self.priors)[:k]
 

@@ -13,7 +13,12 @@ from datetime import date
 
 from lastknown_graph.domain.models import CandidateProbe, Fact, FactKind, ProbeCandidates
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.domain.volatility import UNKNOWN_DOMAIN_VOLATILITY, candidate_budget, stage1_flag_bar
+from lastknown_graph.domain.volatility import (
+    UNKNOWN_DOMAIN_VOLATILITY,
+    VolatilityPriors,
+    candidate_budget,
+    stage1_flag_bar,
+)
 from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.text_checks import normalised, printable
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
@@ -60,6 +65,11 @@ class PairDecision:
     stage: Stage
     still_true_probability: float | None  # None: no stage 1 (the server gives no logprobs)
     reason: str
+
+
+def domain_candidate_budget(priors: VolatilityPriors, domain: str | None) -> int:
+    """The nearest neighbours read for a new fact of ``domain``; a domain the priors lack counts as unknown."""
+    return candidate_budget(priors.of(priors.known(domain)))
 
 
 def candidate_probe(

@@ -38,7 +38,7 @@ from lastknown_graph.domain.reports import (
 )
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.validation import MAX_FACT_CHARS, check_text
-from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget, evidence_needed
+from lastknown_graph.domain.volatility import VolatilityPriors, evidence_needed
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.conflicts import (
@@ -46,6 +46,7 @@ from lastknown_graph.pipeline.conflicts import (
     ConflictSettings,
     PairDecision,
     candidate_probe,
+    domain_candidate_budget,
     is_near_repetition,
     is_repetition,
     judge_pair,
@@ -416,7 +417,7 @@ def plan_write(
     # The candidates of every new fact in one read: they depend on the stored state only, not on
     # what this write decides for the facts before it.
     probes = [
-        candidate_probe(fact.topic, embedding, settings, k=candidate_budget(priors.of(priors.known(fact.domain))))
+        candidate_probe(fact.topic, embedding, settings, k=domain_candidate_budget(priors, fact.domain))
         for (fact, _), embedding in zip(usable, embeddings, strict=True)
     ]
     found_per_fact = store.conflict_candidates(user_id, probes) if probes else []

@@ -252,8 +252,8 @@ def test_concurrent_memory_writes_for_one_user_keep_one_current_city(
             reader = memory()
             try:
                 for _ in range(10):
-                    cities = [f for f in reader.current() if f.topic == "location"]
-                    assert len(cities) <= 1 or len({f.id for f in cities}) == len(cities)
+                    cities = [f.text for f in reader.current() if f.topic == "location"]
+                    assert len(cities) <= 1, f"a reader saw {len(cities)} current cities: {cities}"
                     reader.context()
                     reader.find("where does the user live", k=3)
             except BaseException as exc:  # reported below

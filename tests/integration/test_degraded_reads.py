@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from lastknown_graph.domain.models import FactStatus
 from lastknown_graph.embedders import EmbedderError, LocalEmbedder
 from lastknown_graph.llm import LLM, LLMUnavailableError
 from lastknown_graph.memory import Memory
@@ -48,7 +49,9 @@ def test_with_the_model_down_reads_work_and_model_calls_fail_typed(embedder: Loc
     memory = remembered(embedder, store)
     before = memory.export().canonical()
     assert "Lives in a hot desert region" in memory.context()
-    assert memory.find("where does the user live", k=2)
+    # the current city first, then the one it replaced (history ranks below any current fact)
+    assert [(hit.fact.text, hit.fact.status) for hit in memory.find("where does the user live", k=2)] == [
+        ("Lives in a hot desert region", FactStatus.CURRENT), ("Lives in Portland", FactStatus.RETIRED)]
     assert memory.history() and memory.timeline() and memory.as_of("2024-05-01")
     url = re.escape(DOWN_URL)
     with pytest.raises(LLMUnavailableError, match=url):

@@ -1,0 +1,160 @@
+"""The short forms of the candidate-recall, pipeline-cost and haystack benchmarks, end to end.
+
+Each runs its command's small size with the real bundled embedder and writes its results file to a temporary
+path. The assertions check that the generated section is there and that its summary figures are computed from
+the rows of the same run (and from the data files), so neither a crash nor a copied number goes unnoticed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from bench import candidate_recall, haystack, pipeline_cost
+from bench._report import END_MARKER, START_MARKER, evenly_spread
+from bench.scenarios import SCENARIOS
+from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget
+from lastknown_graph.pipeline.conflicts import ConflictSettings
+from lastknown_graph.reader import find_pool_size
+
+
+def generated(path: Path) -> str:
+    """The generated section of a results file the bench wrote."""
+    text = path.read_text(encoding="utf-8")
+    assert text.count(START_MARKER) == 1 and text.count(END_MARKER) == 1
+    section = text.split(START_MARKER, 1)[1].split(END_MARKER, 1)[0]
+    assert "## Setup" in section and "## Machine" in section and "library measured" in section
+    return section
+
+
+def table(markdown: str, heading: str) -> list[dict[str, str]]:
+    """The rows of the first table after ``heading``, as header -> cell."""
+    lines = markdown.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    cells = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines[start:end]]
+    return [dict(zip(cells[0], row, strict=True)) for row in cells[2:]]  # the second line aligns columns
+
+
+def hits(share: str) -> tuple[int, int]:
+    """ "**7/8 (88%)**" -> (7, 8)."""
+    found, total = share.strip("*").split(" ")[0].split("/")
+    return int(found), int(total)
+
+
+# ------------------------------------------------------------------------------------- candidate recall
+
+
+def test_candidate_recall_short_form_counts_the_pairs_it_measured(tmp_path: Path) -> None:
+    quick, small = tmp_path / "quick.md", tmp_path / "small.md"
+    candidate_recall.main(["--quick", "--out", str(quick)])
+    candidate_recall.main(["--limit", "4", "--out", str(small)])
+    pairs = candidate_recall.load_pairs()
+    priors, settings = VolatilityPriors(), ConflictSettings()
+    by_size = {}
+    for path, size in ((quick, candidate_recall.QUICK_PAIRS), (small, 4)):
+        markdown = generated(path)
+        assert f"python -m bench.candidate_recall {'--quick' if size != 4 else '--limit 4'} --out {path}" in markdown
+        rows = table(markdown, "## Every pair")
+        expected = evenly_spread(pairs, size)
+        assert [row["id"] for row in rows] == [p.id for p in expected]
+        for row, pair in zip(rows, expected, strict=True):
+            # the k the pipeline reads for the new fact's domain, not a fixed candidate_k
+            assert row["new fact's domain"] == pair.new.domain
+            assert int(row["k"]) == candidate_budget(priors.of(pair.new.domain))
+            assert int(row["candidates"]) <= int(row["k"]) + settings.max_topic_candidates
+            rank = int(row["rank"].split("/")[0])
+            if rank <= settings.always_check_nearest:  # the nearest few are always candidates
+                assert row["in default candidates"].startswith("yes (") and "vector" in row["in default candidates"]
+        [everything] = [r for r in table(markdown, "## Recall of the old fact") if r["pairs"] == "all pairs"]
+        found = sum(row["in default candidates"].startswith("yes") for row in rows)
+        assert int(everything["n"]) == size
+        assert hits(everything["find_candidates (default)"]) == (found, size)
+        assert everything["candidates"] == f"{statistics.mean(int(row['candidates']) for row in rows):.1f}"
+        domains = table(markdown, "## By the new fact's domain")
+        assert sum(int(d["n"]) for d in domains) == size
+        assert sum(hits(d["find_candidates (default)"])[0] for d in domains) == found
+        [source] = [r for r in table(markdown, "## Where the default candidate set found the old fact")
+                    if r["pairs"] == "all pairs"]
+        assert int(source["neither (missed)"]) == size - found
+        by_size[size] = {row["id"]: row for row in rows}
+    # each pair is measured on its own store: the pairs both runs share come out the same
+    shared = set(by_size[4]) & set(by_size[candidate_recall.QUICK_PAIRS])
+    assert len(shared) == 4
+    assert all(by_size[4][pid] == by_size[candidate_recall.QUICK_PAIRS][pid] for pid in shared)
+
+
+# ---------------------------------------------------------------------------------------- pipeline cost
+
+
+def test_pipeline_cost_short_form_adds_up_its_own_calls(tmp_path: Path) -> None:
+    out = tmp_path / "pipeline-cost.md"
+    pipeline_cost.main(["--quick", "--out", str(out)])
+    markdown = generated(out)
+    assert f"python -m bench.pipeline_cost --quick --out {out}" in markdown and "`--repeat 1`" in markdown
+    [scenario] = evenly_spread(SCENARIOS, 1)
+    conversations = {row["server"]: row for row in table(markdown, "## Per conversation")}
+    assert set(conversations) == set(pipeline_cost.SERVERS)
+    headline = {row["server"]: row for row in table(markdown, "## Headline")}
+    for server, shape in pipeline_cost.SERVERS.items():
+        row = conversations[server]
+        assert row["conversation"] == scenario.name
+        # one write and one extraction per session, one answer per question, as the scenario has them
+        assert int(row["writes"]) == int(row["extraction"]) == len(scenario.sessions)
+        assert int(row["asks"]) == int(row["answer"]) == len(scenario.questions)
+        assert int(row["calls"].strip("*")) == sum(int(row[p]) for p in pipeline_cost.PURPOSES)
+        assert int(row["HTTP"]) >= int(row["calls"].strip("*"))
+        steps = table(markdown, f"## Every write and ask: {server}")
+        assert len(steps) == len(scenario.sessions) + len(scenario.questions)
+        for purpose in pipeline_cost.PURPOSES:
+            assert sum(int(step[purpose]) for step in steps) == int(row[purpose]), (server, purpose)
+        by_purpose = {r["purpose"]: r for r in table(markdown, f"## Calls by purpose: {server}")}
+        assert all(int(by_purpose[p]["calls"]) == int(row[p]) for p in pipeline_cost.PURPOSES)
+        writes = [step for step in steps if not step["step"].startswith("ask")]
+        write_calls = [int(step["calls"]) for step in writes]
+        assert headline[server]["calls per write (min–max)"] == (
+            f"{statistics.mean(write_calls):.1f} ({min(write_calls)}–{max(write_calls)})")
+        # every pair the check sees ends kept or retired (this scenario has no disputes or held retirements);
+        # without logprobs there is no stage 1 and every pair goes to stage 2
+        check = "stage1" if shape.logprobs else "stage2"
+        if not shape.logprobs:
+            assert int(row["stage1"]) == 0
+        for step in writes:
+            kept = int(step["effect"].split("kept ")[1])
+            retired = int(step["effect"].split("retired ")[1].split(",")[0])
+            assert int(step[check]) == kept + retired, (server, step["step"])
+
+
+# --------------------------------------------------------------------------------------------- haystack
+
+
+@pytest.mark.parametrize("size", [3, haystack.QUICK_SLOTS])
+def test_haystack_short_form_counts_top1_from_its_slots(tmp_path: Path, size: int) -> None:
+    out = tmp_path / "haystack.md"
+    haystack.main(["--quick", "--out", str(out)] if size == haystack.QUICK_SLOTS
+                  else ["--limit", str(size), "--out", str(out)])
+    markdown = generated(out)
+    slots = table(markdown, "## Every slot (older values left current)")
+    assert [row["slot"] for row in slots] == [s.id for s in evenly_spread(haystack.load_slots(), size)]
+    find_1, find_k = f"find k=1 (pool {find_pool_size(1)})", f"find k={haystack.HEADLINE_K} (pool {find_pool_size(5)})"
+    overall = table(markdown, "## Top-1 over all slots")
+    assert {row["method"] for row in overall} >= {"cosine", find_1, find_k}
+    for row in overall:  # each setting and method puts exactly one fact at top-1 for every slot
+        counts = [hits(row[c]) for c in ("current-at-1", "stale-at-1", "other-at-1")]
+        assert all(total == size for _, total in counts) and sum(found for found, _ in counts) == size
+    headline = {row["method"]: row for row in overall if row["setting"] == "older values left current (headline)"}
+    for method, column in (("cosine", "cosine"), (find_1, "find k=1"), (find_k, f"find k={haystack.HEADLINE_K}"),
+                           ("ranking, whole store", "whole store")):
+        marks = [row[column].strip("*") for row in slots]
+        for kind, cell in (("current", "current-at-1"), ("stale", "stale-at-1"), ("other", "other-at-1")):
+            assert hits(headline[method][cell]) == (marks.count(kind), size), (method, kind)
+    for row in slots:  # plain cosine over current facts: the more similar of the slot's values wins over the other
+        if float(row["cos cur"]) > float(row["cos old"]):
+            assert row["cosine"] != "**stale**"
+        elif float(row["cos old"]) > float(row["cos cur"]):
+            assert row["cosine"] != "current"
+    [every] = [row for row in table(markdown, "## Per domain") if row["domain"] == "all"]
+    assert int(every["slots"]) == size
+    assert every["cosine current@1"] == headline["cosine"]["current-at-1"].strip("*")
