@@ -149,6 +149,18 @@ class Memory(MemoryReader):
         makes no LLM call; with other messages it is a ``SessionConflictError``. All or nothing: on any error the
         stored memory is unchanged.
         """
+        turns, day, session_id = self.check_write(messages, date, session)
+        self._ensure_schema()
+        # Writers for this user in this process take turns (no starvation); across processes the
+        # store's revision check decides, and a write that lost is planned again.
+        with self.store.user_write_turn(self.user):
+            return self._write_in_turn(turns, day, session_id)
+
+    def check_write(
+        self, messages: Sequence[str | Mapping[str, object]], date: date | datetime | str, session: str
+    ) -> tuple[list[str], date, str]:
+        """``write()``'s arguments checked, without writing or calling anything: the user's turns, the day and the
+        session id, or an ``InvalidInputError``. For callers that write later (a background job)."""
         day = day_argument(date)
         session_id = id_argument(session, "session id")
         turns = user_turns(messages)
@@ -159,11 +171,7 @@ class Memory(MemoryReader):
             raise InvalidInputError(f"the conversation's user turns hold {size} characters together, more than "
                                     f"{self.max_conversation_chars} (Memory(max_conversation_chars=...)); "
                                     "write it as several sessions")
-        self._ensure_schema()
-        # Writers for this user in this process take turns (no starvation); across processes the
-        # store's revision check decides, and a write that lost is planned again.
-        with self.store.user_write_turn(self.user):
-            return self._write_in_turn(turns, day, session_id)
+        return turns, day, session_id
 
     def _refuse_another_conversation(self, session_id: str, turns: list[str]) -> None:
         """The same session id again is a no-op only for the same messages (else the new ones would be lost)."""
