@@ -139,6 +139,7 @@ class MemoryService:
     ) -> CorrectionResult:
         """Retire (or, confirmed, forget) the one fact named by id or by a piece of its text."""
         who = self.users.user_for(user)
+        statement = text_argument(statement, "a statement")  # also where it is not stored (forget): asked for
         if (fact_id is None) == (matching is None):
             raise InvalidInputError("name the fact to correct by fact_id or by matching (a piece of its text), "
                                     "not both and not neither")
@@ -203,8 +204,9 @@ class MemoryService:
         ids = [id_argument(fact_id, "fact id") for fact_id in fact_ids]
         if not confirm:
             known = reader.store.facts_by_id(who, ids)
-            raise NotConfirmedError(f"forget deletes {len(known)} facts everywhere ({_listing(known)}): call again "
-                                    "with confirm: true if the user wants that; nothing was deleted")
+            what = f"{len(known)} facts everywhere ({_listing(known)})" if known else "nothing (no such fact)"
+            raise NotConfirmedError(f"forget would delete {what}: call again with confirm: true if the user wants "
+                                    "that; nothing was deleted")
         report = reader.forget(ids)
         unknown = [fact_id for fact_id in dict.fromkeys(ids) if fact_id not in report.fact_ids]
         return ForgetResult(user=who, forgotten=report, unknown_ids=unknown)

@@ -27,6 +27,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import CallToolResult
 
+from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 
 LASTKNOWN = shutil.which("lastknown") or str(Path(sys.executable).with_name("lastknown"))
@@ -39,6 +40,9 @@ FEB = ["I've been in Portland for years now, the rain doesn't even bother me any
 SEP = ["Found another bark scorpion in my boot this morning. This dry heat drives them indoors."]
 AUSTIN = ["I grew up in Austin and still live there."]
 NEVER_AUSTIN = "That's wrong, I never lived in Austin."
+CELLO = ["I started to play the cello last winter."]  # the extraction of a cello conversation answers slowly
+QUARTET = ["Our cello quartet plays on Sundays."]
+SLOW_EXTRACTION_S = 3.0
 
 
 def fact(text: str, topic: str, inferred: bool = False) -> dict[str, Any]:
@@ -53,6 +57,10 @@ def rules() -> list[Rule]:
             fact("Lives in a hot desert region", "location", inferred=True)]})),
         Rule(purpose="extraction", contains="Austin", reply=Reply.json({"facts": [
             fact("Lives in Austin", "location")]})),
+        Rule(purpose="extraction", contains="quartet", reply=Reply.json({"facts": [
+            fact("Plays in a cello quartet", "music_group")]}, delay_s=SLOW_EXTRACTION_S)),
+        Rule(purpose="extraction", contains="cello", reply=Reply.json({"facts": [fact("Plays the cello", "hobby")]},
+                                                                      delay_s=SLOW_EXTRACTION_S)),
         Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.1)),
         Rule(purpose="stage1", reply=still_true(0.97)),
         Rule(purpose="stage2", contains=["Lives in Portland", "desert"], reply=Reply.json({
@@ -358,3 +366,25 @@ def test_a_model_that_is_down_fails_writes_with_its_typed_error_and_reads_still_
         assert (await call(client, "timeline"))["events"] == []
 
     drive("stdio", ["--user", user, "--store", f"embedded:{tmp_path / 'memory.json'}"], down, scenario)
+
+
+def test_a_stopped_server_first_writes_what_it_had_queued(model_env: dict[str, str], tmp_path: Path) -> None:
+    user, path = new_user("mcp"), tmp_path / "memory.json"
+
+    async def main() -> None:
+        with anyio.fail_after(SCENARIO_TIMEOUT_S):
+            async with http_server(["--user", user, "--store", f"embedded:{path}"], model_env) as url:
+                async with Client(url) as client:
+                    for messages, session in ((CELLO, "s-cello"), (QUARTET, "s-quartet")):
+                        queued = await call(client, "remember", messages=messages, date="2024-03-01",
+                                            session=session, background=True)
+                    # The model takes seconds per write: the second one is still waiting for the first.
+                    assert (await call(client, "remember_status", job_id=queued["job_id"]))["state"] == "queued"
+            # Leaving http_server stopped it with Ctrl-C and checked that it exited with 0.
+
+    anyio.run(main)
+    store = EmbeddedStore(path)
+    try:
+        assert {f.text for f in store.current_facts(user)} == {"Plays the cello", "Plays in a cello quartet"}
+    finally:
+        store.close()
