@@ -373,13 +373,13 @@ def test_a_stopped_server_first_writes_what_it_had_queued(model_env: dict[str, s
 
     async def main() -> None:
         with anyio.fail_after(SCENARIO_TIMEOUT_S):
-            async with http_server(["--user", user, "--store", f"embedded:{path}"], model_env) as url:
-                async with Client(url) as client:
-                    for messages, session in ((CELLO, "s-cello"), (QUARTET, "s-quartet")):
-                        queued = await call(client, "remember", messages=messages, date="2024-03-01",
-                                            session=session, background=True)
-                    # The model takes seconds per write: the second one is still waiting for the first.
-                    assert (await call(client, "remember_status", job_id=queued["job_id"]))["state"] == "queued"
+            server = http_server(["--user", user, "--store", f"embedded:{path}"], model_env)
+            async with server as url, Client(url) as client:
+                for messages, session in ((CELLO, "s-cello"), (QUARTET, "s-quartet")):
+                    queued = await call(client, "remember", messages=messages, date="2024-03-01", session=session,
+                                        background=True)
+                # The model takes seconds per write: the second one is still waiting for the first.
+                assert (await call(client, "remember_status", job_id=queued["job_id"]))["state"] == "queued"
             # Leaving http_server stopped it with Ctrl-C and checked that it exited with 0.
 
     anyio.run(main)
