@@ -6,6 +6,7 @@ import contextlib
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,45 @@ def test_readme_command_line_examples_run_as_written(tmp_path: Path) -> None:
     assert "Lives in a hot desert region" in context.split("No longer true")[0]
     assert "Lives in Portland" in context.split("No longer true")[1]
     assert "retired" in json.dumps(timeline)
+
+
+def mcp_host_config() -> dict[str, Any]:
+    import json
+
+    [block] = re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    config: dict[str, Any] = json.loads(block)["mcpServers"]["lastknown"]
+    return config
+
+
+def test_readme_mcp_host_config_starts_a_server_an_mcp_client_can_use(tmp_path: Path) -> None:
+    """The snippet's command and arguments as written; its endpoint settings pointed at the scripted server."""
+    import os
+    import shutil
+    import sys
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    config = mcp_host_config()
+    assert config["command"] == "lastknown" and config["args"][:1] == ["mcp"]
+    command = shutil.which(config["command"]) or str(Path(sys.executable).parent / config["command"])
+    user = config["args"][config["args"].index("--user") + 1]
+
+    async def use(env: dict[str, str]) -> None:
+        with anyio.fail_after(120):
+            async with Client(StdioServerParameters(command=command, args=config["args"], env=env)) as client:
+                written = await client.call_tool("remember", {"messages": ["I've been in Portland for years now."],
+                                                              "date": "2024-02-10", "session": "s-1"})
+                assert not written.is_error, written.content
+                context = await client.call_tool("context", {})
+                assert "Lives in Portland" in (context.structured_content or {})["context"]
+                other = await client.call_tool("context", {"user": f"not-{user}"})
+                assert other.is_error and "WrongUserError" in getattr(other.content[0], "text", "")
+
+    with ScriptedLLMServer(scripted_rules(), supports_json_schema=False, embedding_dimension=384) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LASTKNOWN_")} | config.get("env", {})
+        assert set(env) >= {"LASTKNOWN_BASE_URL"}
+        env |= {"LASTKNOWN_BASE_URL": server.base_url, "LASTKNOWN_MODEL": "scripted", "LASTKNOWN_API_KEY": "x",
+                "LASTKNOWN_EMBEDDER": "api", "LASTKNOWN_EMBED_MODEL": "scripted",
+                "LASTKNOWN_EMBEDDED_PATH": str(tmp_path / "memory.json")}
+        anyio.run(use, env)
