@@ -20,8 +20,8 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
 
 
-def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    [example] = python_blocks()
+def run_against_the_scripted_server(example: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What the example prints, run in ``tmp_path`` with the embedded store there."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LASTKNOWN_NEO4J_URI", raising=False)
     monkeypatch.setenv("LASTKNOWN_EMBEDDED_PATH", str(tmp_path / "memory.json"))
@@ -32,13 +32,30 @@ def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: p
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             exec(compile(example, str(README), "exec"), {})
-    output = printed.getvalue()
+    return printed.getvalue()
+
+
+def test_readme_has_the_agent_and_the_asyncio_examples() -> None:
+    blocks = python_blocks()
+    assert len(blocks) == 2 and "AsyncMemory" in blocks[1]
+
+
+def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    output = run_against_the_scripted_server(python_blocks()[0], tmp_path, monkeypatch)
     assert "retired: Lives in Portland -> Lives in a hot desert region" in output
     assert "No longer true (kept for history):" in output
     assert "Lives in Portland" in output.split("No longer true")[1]
     assert (tmp_path / "alice.json").is_file()
     assert (tmp_path / "memory.json").is_file()
     assert output.splitlines()[-1].startswith("True ")  # the reader sees the same memory, without a model
+
+
+def test_readme_asyncio_example_writes_in_order_and_retires_portland(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = run_against_the_scripted_server(python_blocks()[1], tmp_path, monkeypatch)
+    now, past = output.split("No longer true (kept for history):")
+    assert "Lives in a hot desert region" in now and "Lives in Portland" in past
 
 
 def cli_examples() -> list[str]:
