@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shlex
 import sys
 import time
 from collections.abc import Iterator
@@ -126,9 +127,28 @@ def demo_store(path: Path) -> Store:
     return EmbeddedStore(path)
 
 
+def store_option(store: Store, store_path: Path) -> str:
+    """The CLI's ``--store`` value for the demo's store."""
+    if isinstance(store, EmbeddedStore):
+        return f"embedded:{store_path}"
+    return load_settings().neo4j_uri or ""
+
+
+def show_how_to_look(user: str, store: Store, store_path: Path) -> None:
+    target = shlex.quote(store_option(store, store_path))
+    print(f"\n== look at this memory yourself (user {user!r})")
+    print(f"  lastknown --store {target} --user {user} context")
+    print(f"  lastknown --store {target} --user {user} timeline --html {user}-timeline.html")
+    if isinstance(store, Neo4jStore):  # the Cypher library runs on Neo4j only
+        print(f"  lastknown --store {target} --user {user} audit session_changes --param session_id=sep  # the move")
+        print("  Neo4j Browser (http://localhost:7474): paste these two lines, then cypher/audit_timeline_graph.cypher")
+        print(f'    :param user_id => "{user}"')
+        print("    MATCH (u:User {id: $user_id})-[:KNOWS]->(f:Fact) RETURN u, f")
+
+
 def run(force_scripted: bool, store_path: Path) -> None:
     store = demo_store(store_path)
-    print(f"Store: {store_path if isinstance(store, EmbeddedStore) else store!r}")
+    print(f"Store: {store_path if isinstance(store, EmbeddedStore) else store_option(store, store_path)}")
     with chosen_llm(force_scripted) as (llm, llm_label):
         print(f"LLM: {llm_label}")
         print("Embedder: all-MiniLM-L6-v2, local and offline")
@@ -147,6 +167,7 @@ def run(force_scripted: bool, store_path: Path) -> None:
         for event in memory.timeline():
             cause = f"  <- {event.cause_fact_text}" if event.cause_fact_text else ""
             print(f"  {event.at}  {event.kind.value:<9} {event.fact_text}{cause}")
+    show_how_to_look(user, store, store_path)
     store.close()
 
 
