@@ -143,3 +143,41 @@ def test_facts_without_embedding_bytes_rank_the_same_and_upgrade_adds_them(neo4j
             store.upgrade(batch_size=0)
     finally:
         store.close()
+
+
+def test_a_routing_uri_reads_and_writes_through_the_routing_table(neo4j_uri: str) -> None:
+    """neo4j:// (a cluster's, Aura's) against the local server, which answers the routing procedure: every read
+    runs as a read transaction and every write as a write transaction, or a routed server would refuse it."""
+    routed = Neo4jStore(neo4j_uri.replace("bolt://", "neo4j://", 1))
+    try:
+        routed.ensure_schema(DIMENSION)
+        user = new_user("routed")
+        first = SessionBuilder(user, "s-1", date(2024, 1, 1))
+        lisbon = first.fact("Lives in Lisbon", "location", vec(31))
+        routed.apply(first.build())
+        later = SessionBuilder(user, "s-2", date(2024, 5, 1))
+        porto = later.fact("Lives in Porto", "location", vec(32))
+        later.retire(lisbon, porto)
+        routed.apply(later.build())
+        assert [f.id for f in routed.current_facts(user)] == [porto]
+        assert [e.fact.id for e in routed.history(user)] == [lisbon, porto]
+        assert {f.id for f in routed.export_user(user).facts} == {lisbon, porto}
+        assert routed.delete_user(user) and routed.current_facts(user) == []
+    finally:
+        routed.close()
+
+
+def test_the_sessions_of_one_store_share_bookmarks_so_a_read_follows_the_write(neo4j_uri: str) -> None:
+    """On a cluster a read may reach a member the last write has not reached yet; a session that carries the
+    write's bookmark waits for it. One single server cannot show the lag, so this checks the bookmark flows."""
+    store = Neo4jStore(neo4j_uri)
+    try:
+        store.ensure_schema(DIMENSION)
+        session = SessionBuilder(new_user("bookmarks"), "s-1", date(2024, 1, 1))
+        session.fact("Keeps bees", "hobby", vec(33))
+        before = set(store._bookmarks.get_bookmarks())
+        store.apply(session.build())
+        after = set(store._bookmarks.get_bookmarks())
+        assert after and after != before
+    finally:
+        store.close()

@@ -136,6 +136,10 @@ class Neo4jStore:
         self._histories = HistoryCache(cached_users)
         self._cache_settle_ms = cache_settle_ms
         self._driver = driver or open_driver(target, retry_seconds)
+        # Every session of this store shares one bookmark manager: on a cluster (neo4j:// or neo4j+s://
+        # routing, Aura) a read after a write waits for a member that has the write, so context() right after
+        # write() sees it; on a single server it costs nothing.
+        self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
 
     @property
     def uri(self) -> str:
@@ -162,12 +166,15 @@ class Neo4jStore:
         if used:
             raise StoreError(f"ids already in use: {sorted(row['id'] for row in used)!r}")
 
+    def _session(self) -> neo4j.Session:
+        return self._driver.session(database=self._database, bookmark_manager=self._bookmarks)
+
     def _read(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
-        with self._translated_errors(action), self._driver.session(database=self._database) as session:
+        with self._translated_errors(action), self._session() as session:
             return session.execute_read(work)
 
     def _write(self, action: str, work: Callable[[ManagedTransaction], T]) -> T:
-        with self._translated_errors(action), self._driver.session(database=self._database) as session:
+        with self._translated_errors(action), self._session() as session:
             return session.execute_write(work)
 
     def _query(self, name: str, **parameters: Any) -> list[dict[str, Any]]:
@@ -199,7 +206,7 @@ class Neo4jStore:
                 f"the vector index fact_embedding has {index[0]['dimension']} dimensions, expected "
                 f"{embedding_dimension}; drop it (DROP INDEX fact_embedding) or use a new database"
             )
-        with self._translated_errors("apply the schema"), self._driver.session(database=self._database) as session:
+        with self._translated_errors("apply the schema"), self._session() as session:
             for statement in self._library.get("schema").statements():
                 session.run(statement, {"embedding_dimension": embedding_dimension}).consume()
         self._write(
