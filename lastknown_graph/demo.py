@@ -141,9 +141,8 @@ def show_how_to_look(user: str, store: Store, store_path: Path) -> None:
     print(f"  lastknown --store {target} --user {user} timeline --html {user}-timeline.html")
     if isinstance(store, Neo4jStore):  # the Cypher library runs on Neo4j only
         print(f"  lastknown --store {target} --user {user} audit session_changes --param session_id=sep  # the move")
-        print("  Neo4j Browser (http://localhost:7474): paste these two lines, then cypher/audit_timeline_graph.cypher")
+        print("  Neo4j Browser (http://localhost:7474): set the user, then run cypher/audit_timeline_graph.cypher")
         print(f'    :param user_id => "{user}"')
-        print("    MATCH (u:User {id: $user_id})-[:KNOWS]->(f:Fact) RETURN u, f")
 
 
 def run(force_scripted: bool, store_path: Path) -> None:

@@ -42,9 +42,9 @@ def _query_argument_is_safe(node: ast.AST) -> bool:
 
 
 def _is_process_call(node: ast.Call) -> bool:
-    """``subprocess.run([...])`` and friends: a command line, not a query."""
+    """``subprocess.run([...])`` and friends: a command line, not a query; ``asyncio.run(...)``: a coroutine."""
     receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
-    return (isinstance(receiver, ast.Name) and receiver.id == "subprocess") or (
+    return (isinstance(receiver, ast.Name) and receiver.id in {"subprocess", "asyncio"}) or (
         bool(node.args) and isinstance(node.args[0], (ast.List, ast.Tuple, ast.ListComp)))
 
 
