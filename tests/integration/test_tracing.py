@@ -9,7 +9,12 @@ nothing breaks without it (``tests/unit/test_tracing_without_sdk.py``).
 from __future__ import annotations
 
 import asyncio
+import re
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -331,3 +336,29 @@ def test_the_http_client_names_the_model_and_counts_its_probes(
     assert call.attributes["gen_ai.usage.input_tokens"] == report.usage.total.prompt_tokens > 700
     assert call.attributes["gen_ai.usage.output_tokens"] == report.usage.total.completion_tokens >= 40
     assert leaks(finished) == []
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+SCRIPTED_WRITE = textwrap.dedent("""
+    from lastknown_graph import EmbeddedStore, Memory
+    from lastknown_graph.testing import HashedEmbedder, ScriptedModel
+
+    def respond(call):
+        return {"facts": [{"text": "Lives in Lyon", "topic": "location", "kind": "state", "inferred": False,
+                           "evidence": [0]}]}
+
+    Memory(ScriptedModel(respond), HashedEmbedder(), user="u1", store=EmbeddedStore(None)).write(
+        ["I live in Lyon."], date="2024-01-10", session="s1")
+""")
+
+
+def test_the_readme_exporter_snippet_prints_the_spans_of_a_write() -> None:
+    # A fresh interpreter: the snippet sets the global tracer provider, which this process has set already.
+    section = README.read_text(encoding="utf-8").split("## Traces (OpenTelemetry)")[1].split("\n## ")[0]
+    [snippet] = re.findall(r"```py\n(.*?)```", section, flags=re.DOTALL)
+    run = subprocess.run([sys.executable, "-c", snippet + SCRIPTED_WRITE], capture_output=True, text=True,
+                         cwd=README.parent, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    names = re.findall(r'^    "name": "([^"]+)"', run.stdout, flags=re.MULTILINE)
+    assert sorted(names) == sorted(["lastknown.write", "lastknown.plan", "lastknown.extraction", "chat",
+                                    "lastknown.candidates", "lastknown.store.apply"]), run.stdout
