@@ -89,11 +89,11 @@ def span(name: str, attributes: Mapping[str, AttributeValue] | None = None) -> I
         try:
             yield current
         except Exception as exc:
-            failed(current, exc)
+            _failed(current, exc)
             raise
 
 
-def failed(current: Span, exc: BaseException) -> None:
+def _failed(current: Span, exc: BaseException) -> None:
     kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
     current.set_attribute(ERROR_TYPE, kind)
     current.add_event("exception", {"exception.type": kind})
