@@ -29,8 +29,7 @@ from lastknown_graph.llm import LLM, LLMError, LLMOutputError, LLMUnavailableErr
 from lastknown_graph.memory import Memory
 from lastknown_graph.reader import MemoryReader
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
-
-__version__ = "0.1.0"
+from lastknown_graph.version import __version__ as __version__
 
 __all__ = [
     "LLM",

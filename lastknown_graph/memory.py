@@ -10,11 +10,14 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from lastknown_graph import tracing
 from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.domain.models import (
     FactStatus,
     HistoryEntry,
+    SessionWrite,
     UserExport,
+    WriteOutcome,
 )
 from lastknown_graph.domain.reports import Answer, UsageCounts, UsageReport, WriteReport
 from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, MAX_FACT_CHARS, check_text
@@ -149,12 +152,16 @@ class Memory(MemoryReader):
         makes no LLM call; with other messages it is a ``SessionConflictError``. All or nothing: on any error the
         stored memory is unchanged.
         """
-        turns, day, session_id = self.check_write(messages, date, session)
-        self._ensure_schema()
-        # Writers for this user in this process take turns (no starvation); across processes the
-        # store's revision check decides, and a write that lost is planned again.
-        with self.store.user_write_turn(self.user):
-            return self._write_in_turn(turns, day, session_id)
+        with tracing.span(tracing.WRITE, {tracing.USER: tracing.pseudonym(self.user)}) as current:
+            turns, day, session_id = self.check_write(messages, date, session)
+            current.set_attribute(tracing.SESSION, tracing.pseudonym(session_id))
+            self._ensure_schema()
+            # Writers for this user in this process take turns (no starvation); across processes the
+            # store's revision check decides, and a write that lost is planned again.
+            with self.store.user_write_turn(self.user):
+                report = self._write_in_turn(turns, day, session_id)
+            current.set_attributes(tracing.write_attributes(report))
+            return report
 
     def check_write(
         self, messages: Sequence[str | Mapping[str, object]], date: date | datetime | str, session: str
@@ -188,17 +195,16 @@ class Memory(MemoryReader):
             return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=True)
         meter = UsageMeter()
         memo = PlanningMemo()
+        llm = tracing.traced(self.llm)
         for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
-            plan = plan_write(
-                llm=self.llm, embedder=self.embedder, store=self.store, settings=self.conflict_settings,
-                priors=self.priors, meter=meter, user_id=self.user, session_id=session_id, day=day, user_messages=turns,
-                memo=memo,
-            )
-            try:
-                outcome = self.store.apply(plan.change)
-            except StaleStateError:
-                if attempt == MAX_PLAN_ATTEMPTS:
-                    raise
+            with tracing.span(tracing.PLAN, {tracing.ATTEMPT: attempt}):
+                plan = plan_write(
+                    llm=llm, embedder=self.embedder, store=self.store, settings=self.conflict_settings,
+                    priors=self.priors, meter=meter, user_id=self.user, session_id=session_id, day=day,
+                    user_messages=turns, memo=memo,
+                )
+            outcome = self._apply(plan.change, attempt)
+            if outcome is None:
                 logger.info("state changed under session %s; planning again (attempt %d)", session_id, attempt + 1)
                 time.sleep(random.uniform(0, REPLAN_PAUSE_S * attempt))
                 continue
@@ -212,6 +218,20 @@ class Memory(MemoryReader):
                 **plan.report_fields(),
             )
         raise AssertionError("unreachable")
+
+    def _apply(self, change: SessionWrite, attempt: int) -> WriteOutcome | None:
+        """The store's one transaction; None when the store refused the plan as stale (raised on the last attempt)."""
+        kind = type(self.store).__name__
+        with tracing.span(tracing.STORE_APPLY, {tracing.ATTEMPT: attempt, tracing.STORE_KIND: kind}) as current:
+            try:
+                outcome = self.store.apply(change)
+            except StaleStateError:
+                current.set_attribute(tracing.STORE_OUTCOME, "stale")
+                if attempt == MAX_PLAN_ATTEMPTS:
+                    raise
+                return None
+            current.set_attribute(tracing.STORE_OUTCOME, "already_written" if outcome.already_written else "committed")
+            return outcome
 
     def correct(self, fact_id: str, statement: str, *, date: date | datetime | str | None = None) -> WriteReport:
         """Retire one current fact because the user says it is wrong or outdated ("that's wrong, I never lived
@@ -271,7 +291,7 @@ class Memory(MemoryReader):
     ) -> list[str]:
         self._ensure_schema()  # the premise check searches by vector
         return premise_notes(
-            llm=self.llm, embedder=self.embedder, store=self.store, user_id=self.user, message=message,
+            llm=tracing.traced(self.llm), embedder=self.embedder, store=self.store, user_id=self.user, message=message,
             settings=self.premise_settings, meter=meter, history=history, embedding=embedding,
         )
 
@@ -281,22 +301,26 @@ class Memory(MemoryReader):
 
         ``max_tokens`` bounds the reply (a slow local model may be capped to its first sentence or two).
         """
-        question = text_argument(question)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise InvalidInputError(f"max_tokens must be a positive integer, got {max_tokens!r}")
-        meter = UsageMeter()
-        # One snapshot of the history for the premise notes and the context: they cannot disagree, and
-        # right after a write (when the store does not cache yet) the history is read once, not twice.
-        history = self.store.history(self.user)
-        [embedding] = self.embedder.embed([question])
-        notes = self._premise_notes(question, meter, history, embedding)
-        quotes = closest_user_words(store=self.store, user_id=self.user, embedding=embedding,
-                                    settings=self.user_words_settings)
-        words = render_user_words(quotes, self.user_words_settings.max_quote_chars)
-        context = self.context_of(history) + (f"\n\n{words}" if words else "")
-        text = self.llm.text(answer_messages(context, notes, question), purpose="answer", meter=meter,
-                             max_tokens=max_tokens)
-        return Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))
+        with tracing.span(tracing.ASK, {tracing.USER: tracing.pseudonym(self.user)}) as current:
+            question = text_argument(question)
+            if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+                raise InvalidInputError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+            meter = UsageMeter()
+            # One snapshot of the history for the premise notes and the context: they cannot disagree, and
+            # right after a write (when the store does not cache yet) the history is read once, not twice.
+            history = self.store.history(self.user)
+            [embedding] = self.embedder.embed([question])
+            notes = self._premise_notes(question, meter, history, embedding)
+            quotes = closest_user_words(store=self.store, user_id=self.user, embedding=embedding,
+                                        settings=self.user_words_settings)
+            words = render_user_words(quotes, self.user_words_settings.max_quote_chars)
+            context = self.context_of(history) + (f"\n\n{words}" if words else "")
+            text = tracing.traced(self.llm).text(answer_messages(context, notes, question), purpose="answer",
+                                                 meter=meter, max_tokens=max_tokens)
+            answer = Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))
+            current.set_attributes(tracing.answer_attributes(answer, history_entries=len(history),
+                                                             quoted_turns=len(quotes)))
+            return answer
 
     # ------------------------------------------------------------------ persistence
 

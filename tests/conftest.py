@@ -12,6 +12,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +71,41 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         embedded.close()
     else:
         yield request.getfixturevalue("neo4j_store_session")
+
+
+
+@pytest.fixture(scope="session")
+def span_sink() -> Any:
+    """The OpenTelemetry SDK as an application sets it up: one global tracer provider, which a process can set only
+    once (so once per session). Its processor hands finished spans to the exporter of the test that listens
+    (``spans``), and drops them otherwise, so the tests after ours pile nothing up. The SDK is a dev dependency:
+    imported here, not at the top, so the unit tier runs with the core dependencies alone."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+
+    class Sink(SpanProcessor):
+        exporter: Any = None  # an InMemorySpanExporter while a test listens
+
+        def on_end(self, span: ReadableSpan) -> None:
+            if self.exporter is not None:
+                self.exporter.export([span])
+
+    sink = Sink()
+    provider = TracerProvider()
+    provider.add_span_processor(sink)
+    trace.set_tracer_provider(provider)
+    assert trace.get_tracer_provider() is provider, "another tracer provider was set in this process first"
+    return sink
+
+
+@pytest.fixture
+def spans(span_sink: Any) -> Iterator[Any]:
+    """An ``InMemorySpanExporter`` holding the spans finished during this test, and only those."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    span_sink.exporter = exporter
+    try:
+        yield exporter
+    finally:
+        span_sink.exporter = None

@@ -34,6 +34,15 @@ class UsageMeter:
             usage.prompt_tokens += prompt_tokens
             usage.completion_tokens += completion_tokens
 
+    def add(self, other: UsageMeter) -> None:
+        """Count everything ``other`` counted here too, purpose by purpose."""
+        for purpose, usage in other.by_purpose().items():
+            with self._lock:
+                mine = self._by_purpose.setdefault(purpose, Usage())
+                mine.calls += usage.calls
+                mine.prompt_tokens += usage.prompt_tokens
+                mine.completion_tokens += usage.completion_tokens
+
     def total(self) -> Usage:
         with self._lock:
             return Usage(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lastknown_graph.domain.models import FactStatus, HistoryEntry
+from lastknown_graph import tracing
+from lastknown_graph.domain.models import Fact, FactStatus, HistoryEntry
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.prompts.premise import premise_messages
@@ -29,10 +30,21 @@ def premise_notes(
     """``history`` and ``embedding`` (the message's): what the caller has already read or computed (``ask()``
     reads the history once for the notes and the context, and embeds the message once for the notes and the
     user's words)."""
-    if embedding is None:
-        [embedding] = embedder.embed([message])
-    retired = store.similar_facts(user_id, embedding, settings.candidate_k, frozenset({FactStatus.RETIRED}))
-    nearby = [s.fact for s in retired if s.similarity >= settings.min_similarity]
+    with tracing.span(tracing.PREMISE) as current:
+        if embedding is None:
+            [embedding] = embedder.embed([message])
+        retired = store.similar_facts(user_id, embedding, settings.candidate_k, frozenset({FactStatus.RETIRED}))
+        nearby = [s.fact for s in retired if s.similarity >= settings.min_similarity]
+        current.set_attribute("lastknown.premise.checked", len(nearby))
+        notes = _notes(llm, store, user_id, message, settings, meter, history, nearby)
+        current.set_attribute("lastknown.premise.notes", len(notes))
+        return notes
+
+
+def _notes(
+    llm: ChatModel, store: Store, user_id: str, message: str, settings: PremiseSettings, meter: UsageMeter,
+    history: Sequence[HistoryEntry] | None, nearby: list[Fact],
+) -> list[str]:
     if not nearby:
         return []
     entries = history if history is not None else store.history(user_id)

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 
+from lastknown_graph import tracing
 from lastknown_graph.domain.models import (
     CheckCount,
     Fact,
@@ -406,10 +407,12 @@ def plan_write(
     decisions: list[Decision] = []
     memo = memo if memo is not None else PlanningMemo()
     if memo.extraction is None:
-        memo.extraction = llm.structured(
-            extraction_messages(user_messages, day, priors.domains()), Extraction, purpose="extraction",
-            meter=meter, max_tokens=1500,
-        )
+        with tracing.span(tracing.EXTRACTION) as current:
+            memo.extraction = llm.structured(
+                extraction_messages(user_messages, day, priors.domains()), Extraction, purpose="extraction",
+                meter=meter, max_tokens=1500,
+            )
+            current.set_attribute("lastknown.extraction.facts", len(memo.extraction.facts))
     usable = _usable_facts(memo.extraction, user_messages, decisions)
     if memo.embeddings is None:
         memo.embeddings = embedder.embed([fact.text for fact, _ in usable]) if usable else []
@@ -420,8 +423,17 @@ def plan_write(
         candidate_probe(fact.topic, embedding, settings, k=domain_candidate_budget(priors, fact.domain))
         for (fact, _), embedding in zip(usable, embeddings, strict=True)
     ]
-    found_per_fact = store.conflict_candidates(user_id, probes) if probes else []
-    current_count = len(store.current_facts(user_id)) if probes else 0
+    found_per_fact: list[ProbeCandidates] = []
+    current_count = 0
+    if probes:
+        with tracing.span(tracing.CANDIDATES, {"lastknown.candidates.probes": len(probes)}) as current:
+            found_per_fact = store.conflict_candidates(user_id, probes)
+            current_count = len(store.current_facts(user_id))
+            current.set_attributes({
+                "lastknown.candidates.on_topic": sum(len(found.on_topic) for found in found_per_fact),
+                "lastknown.candidates.nearest": sum(len(found.nearest) for found in found_per_fact),
+                "lastknown.candidates.current_facts": current_count,
+            })
     allowance = max(settings.max_retirements_per_session, math.floor(settings.max_retired_share * current_count))
     planner = _Planner(
         llm=llm, store=store, settings=settings, priors=priors, meter=meter, memo=memo, user_id=user_id,
