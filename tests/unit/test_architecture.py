@@ -20,10 +20,14 @@ PERIPHERY = ("cli", "render", "testing", "devtools", "demo", "mcp", "integration
 # `lastknown neo4j` hands its arguments to the local Neo4j tool, and `lastknown mcp` starts the MCP server. The
 # integrations are for users' agents: nothing of ours imports them.
 ALLOWED_IMPORTERS = {"testing": {"demo"}, "devtools": {"cli.app"}, "mcp": {"cli.mcp_server"}, "integrations": set()}
-# Optional extras, each imported by one module only (the rest of mcp/ is plain library code): the MCP SDK by the
-# server module.
+# Optional extras, each imported by one module only (the rest of mcp/ and integrations/ is plain library code):
+# the MCP SDK by the server module, LangGraph and LangChain's core by the LangGraph nodes; LangChain's agent package
+# is no dependency at all.
 EXTRA_IMPORTERS = {
     "mcp": {"mcp.server"},
+    "langgraph": {"integrations.langgraph"},
+    "langchain_core": {"integrations.langgraph"},
+    "langchain": set(),
 }
 
 
