@@ -131,7 +131,8 @@ def test_the_nodes_serve_an_async_graph_too(agent: Agent) -> None:
             await agent.graph.ainvoke({"messages": [HumanMessage(text)]}, agent.config(thread))
             await asyncio.to_thread(agent.writer.flush, 60)  # flush() blocks: off the loop
 
-    asyncio.run(three_conversations())
+    conversations = three_conversations()
+    asyncio.run(conversations)
     assert 'The message may assume "Lives in Lisbon"' in agent.last_system_text()
     assert agent.current() == ["Lives in Berlin"]
 
