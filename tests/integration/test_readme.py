@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lastknown_graph.demo import scripted_rules
+from lastknown_graph.demo import FEBRUARY, SEPTEMBER, scripted_rules
+from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -20,8 +22,9 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
 
 
-def run_against_the_scripted_server(example: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """What the example prints, run in ``tmp_path`` with the embedded store there."""
+@contextlib.contextmanager
+def scripted_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The scripted server as the configured endpoint, in ``tmp_path`` with the embedded store there."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LASTKNOWN_NEO4J_URI", raising=False)
     monkeypatch.setenv("LASTKNOWN_EMBEDDED_PATH", str(tmp_path / "memory.json"))
@@ -29,15 +32,21 @@ def run_against_the_scripted_server(example: str, tmp_path: Path, monkeypatch: p
         monkeypatch.setenv("LASTKNOWN_BASE_URL", server.base_url)
         monkeypatch.setenv("LASTKNOWN_MODEL", "scripted")
         monkeypatch.setenv("LASTKNOWN_API_KEY", "x")
+        yield
+
+
+def run_against_the_scripted_server(example: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What the example prints, run in ``tmp_path`` with the embedded store there."""
+    with scripted_endpoint(tmp_path, monkeypatch):
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             exec(compile(example, str(README), "exec"), {})
     return printed.getvalue()
 
 
-def test_readme_has_the_agent_and_the_asyncio_examples() -> None:
+def test_readme_has_the_agent_the_asyncio_and_the_langgraph_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 2 and "AsyncMemory" in blocks[1]
+    assert len(blocks) == 3 and "AsyncMemory" in blocks[1] and "MemoryNodes" in blocks[2]
 
 
 def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,6 +65,34 @@ def test_readme_asyncio_example_writes_in_order_and_retires_portland(
     output = run_against_the_scripted_server(python_blocks()[1], tmp_path, monkeypatch)
     now, past = output.split("No longer true (kept for history):")
     assert "Lives in a hot desert region" in now and "Lives in Portland" in past
+
+
+def test_readme_langgraph_example_gives_the_agents_model_the_memory_and_a_premise_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The block defines the agent; here it runs three conversations with LangChain's fake chat model."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from tests.integration.test_langgraph import ModelInputs
+
+    inputs = ModelInputs()
+    replies = GenericFakeChatModel(messages=iter(["(scripted) one", "(scripted) two", "(scripted) three"]),
+                                   callbacks=[inputs])
+    with scripted_endpoint(tmp_path, monkeypatch):
+        namespace: dict[str, Any] = {}
+        exec(compile(python_blocks()[2], str(README), "exec"), namespace)
+        agent, chat, writer = namespace["build_agent"](replies), namespace["chat"], namespace["nodes"].writer
+        try:
+            assert chat(agent, FEBRUARY[0], thread="february") == "(scripted) one"
+            writer.flush(timeout=120)  # the next conversation is to see this one
+            chat(agent, SEPTEMBER[0], thread="september")
+            writer.flush(timeout=120)
+            assert chat(agent, "Rainy-day ideas for Portland?", thread="later") == "(scripted) three"
+        finally:
+            writer.close()
+    now, past = inputs.calls[-1][0].text.split(NOW_HEADING)[1].split(PAST_HEADING)
+    assert "Lives in a hot desert region" in now and "Lives in Portland" not in now
+    assert "Lives in Portland" in past and 'The message may assume "Lives in Portland"' in past
 
 
 def cli_examples() -> list[str]:

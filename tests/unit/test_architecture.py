@@ -1,8 +1,9 @@
 """The package's layout is its architecture: the core never reaches into the periphery.
 
 The core (memory, pipeline, prompts, domain, store, llm, embedders, errors) is what a user embeds in an agent; the
-command line, the HTML rendering, the test doubles and the development tools sit around it and may import it,
-never the other way round. Read from the source's import statements, so a new module is checked the day it lands.
+command line, the HTML rendering, the MCP server, the agent-framework integrations, the test doubles and the
+development tools sit around it and may import it, never the other way round. Read from the source's import
+statements, so a new module is checked the day it lands.
 """
 
 from __future__ import annotations
@@ -11,13 +12,23 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[2] / "lastknown_graph"
-PERIPHERY = ("cli", "render", "testing", "devtools", "demo", "mcp")
+PERIPHERY = ("cli", "render", "testing", "devtools", "demo", "mcp", "integrations")
 # Who may use the periphery's optional parts: the demo runs the scripted model when no endpoint answers,
-# `lastknown neo4j` hands its arguments to the local Neo4j tool, and `lastknown mcp` starts the MCP server.
-ALLOWED_IMPORTERS = {"testing": {"demo"}, "devtools": {"cli.app"}, "mcp": {"cli.mcp_server"}}
-# The MCP SDK is an optional extra: only the server module may import it (the rest of mcp/ is plain library code).
-MCP_SDK_IMPORTERS = {"mcp.server"}
+# `lastknown neo4j` hands its arguments to the local Neo4j tool, and `lastknown mcp` starts the MCP server. The
+# integrations are for users' agents: nothing of ours imports them.
+ALLOWED_IMPORTERS = {"testing": {"demo"}, "devtools": {"cli.app"}, "mcp": {"cli.mcp_server"}, "integrations": set()}
+# Optional extras, each imported by one module only (the rest of mcp/ and integrations/ is plain library code):
+# the MCP SDK by the server module, LangGraph and LangChain's core by the LangGraph nodes; LangChain's agent package
+# is no dependency at all.
+EXTRA_IMPORTERS = {
+    "mcp": {"mcp.server"},
+    "langgraph": {"integrations.langgraph"},
+    "langchain_core": {"integrations.langgraph"},
+    "langchain": set(),
+}
 
 
 def _module_name(path: Path) -> str:
@@ -73,21 +84,22 @@ def test_test_doubles_and_dev_tools_are_used_only_where_allowed() -> None:
         assert users <= allowed, f"{part}/ is imported by {sorted(users - allowed)}"
 
 
-def _sdk_importers() -> set[str]:
-    """Modules of ours that import the ``mcp`` SDK (a top-level ``mcp``, not ``lastknown_graph.mcp``)."""
+def _importers_of(top: str) -> set[str]:
+    """Modules of ours that import the top-level package ``top`` (``mcp`` is the SDK, not ``lastknown_graph.mcp``)."""
     found: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                      else [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
                      else [])
-            if any(name == "mcp" or name.startswith("mcp.") for name in names):
+            if any(name.split(".")[0] == top for name in names):
                 found.add(_module_name(path))
     return found
 
 
-def test_only_the_mcp_server_module_imports_the_mcp_sdk() -> None:
-    assert _sdk_importers() == MCP_SDK_IMPORTERS
+@pytest.mark.parametrize("extra", sorted(EXTRA_IMPORTERS))
+def test_each_optional_extra_is_imported_by_its_one_module(extra: str) -> None:
+    assert _importers_of(extra) == EXTRA_IMPORTERS[extra]
 
 
 def test_the_scripted_server_knows_the_wire_not_the_client() -> None:
@@ -98,7 +110,7 @@ def test_the_scripted_server_knows_the_wire_not_the_client() -> None:
 
 def test_the_architecture_map_names_only_folders_that_exist() -> None:
     doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
-    named = set(re.findall(r"`((?:lastknown_graph|tests|bench|cypher)(?:/[\w.]+)*/?)`", doc))
+    named = set(re.findall(r"`((?:lastknown_graph|tests|bench|cypher|examples)(?:/[\w.]+)*/?)`", doc))
     assert len(named) > 15  # the map is read: a broken pattern would make this test vacuous
     missing = sorted(path for path in named if not (PACKAGE.parent / path.rstrip("/")).exists())
     assert missing == []
