@@ -26,6 +26,10 @@ the purposes written in cypher/*.cypher):
       new -supersedes-> old with the session, day, stage and reason. An expiry does the same
       with status ``expired`` and relation ``expires`` (no stage, no reason). A dispute leaves
       the old fact exactly as it was and links new -contradicts-> old with its reason.
+   g. An overtaken new fact is stored ``retired`` with valid_to = ``until``, linked
+      later -supersedes-> new with the later fact's session, ``until`` as the day, the stage and
+      reason, and ``overtaken`` set (this write, not the later fact's session, made the link).
+      The later fact must be a current fact of this user, as in (b).
 3. Reads.
    - A Fact's confirmed_in is the sorted ids of the sessions that confirmed it, last_confirmed the
      latest of their days, contradicted_in the sorted sessions of the links contradicting it;
@@ -126,7 +130,7 @@ class ReferenceStore:
         if memory is not None and session.id in memory.sessions:
             return WriteOutcome(applied=False, already_written=True)
         current = {f.id for f in self.current_facts(user_id)}
-        for fact_id in change.touched_fact_ids:
+        for fact_id in change.touched_fact_ids + change.overtaking_fact_ids:
             if fact_id not in current:
                 raise StaleStateError(f"fact {fact_id!r} is not a current fact of user {user_id!r}")
         self._refuse_used_ids([f.id for f in change.new_facts], [m.id for m in change.messages])
@@ -170,6 +174,13 @@ class ReferenceStore:
             memory.links.append(ExportedReplacement(
                 relation="contradicts", new_fact_id=dispute.new_fact_id, old_fact_id=dispute.old_fact_id,
                 session_id=session.id, at=day, stage=None, reason=dispute.reason,
+            ))
+        for late in change.overtaken:
+            self._end(memory, late.new_fact_id, FactStatus.RETIRED, late.until)
+            memory.links.append(ExportedReplacement(
+                relation="supersedes", new_fact_id=late.by_fact_id, old_fact_id=late.new_fact_id,
+                session_id=memory.facts[late.by_fact_id].session_id, at=late.until, stage=late.stage,
+                reason=late.reason, overtaken=True,
             ))
         return WriteOutcome(applied=True, already_written=False)
 

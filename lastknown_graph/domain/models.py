@@ -457,6 +457,10 @@ class ExportedReplacement(Frozen):
     at: date
     stage: str | None
     reason: str | None
+    # True for a link written when the old fact's own conversation arrived late and was stored already overtaken
+    # (Overtaken): the link names the replacing fact's session, but the old fact's session wrote it. Undo needs to
+    # know which session wrote a link; exports from before this field read as False.
+    overtaken: bool = False
 
 
 def _cycles(edges: dict[str, list[str]]) -> list[list[str]]:

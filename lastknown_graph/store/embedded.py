@@ -193,10 +193,12 @@ def _add_sources(graph: nx.MultiDiGraph, fact_id: str, message_ids: Sequence[str
 
 def _add_replacement(
     graph: nx.MultiDiGraph, edge: str, new_fact_id: str, old_fact_id: str, *, session_id: str, at: date,
-    stage: str | None, reason: str | None,
+    stage: str | None, reason: str | None, overtaken: bool = False,
 ) -> None:
+    # ``overtaken`` only where true: files stay as they were for every other link.
+    marker = {"overtaken": True} if overtaken else {}
     graph.add_edge(_fact_key(new_fact_id), _fact_key(old_fact_id), key=edge, session_id=session_id, at=at,
-                   stage=stage, reason=reason)
+                   stage=stage, reason=reason, **marker)
 
 
 
@@ -487,7 +489,7 @@ class EmbeddedStore:
                 # Like every replacement, the link belongs to the session of the replacing fact.
                 _add_replacement(graph, "SUPERSEDES", late.by_fact_id, late.new_fact_id,
                                  session_id=graph.nodes[_fact_key(late.by_fact_id)]["session_id"], at=late.until,
-                                 stage=late.stage, reason=late.reason)
+                                 stage=late.stage, reason=late.reason, overtaken=True)
         return WriteOutcome(applied=True, already_written=False)
 
     def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
@@ -555,7 +557,8 @@ class EmbeddedStore:
                 )
             for link in export.replacements:
                 _add_replacement(graph, _EDGE_OF_RELATION[link.relation], link.new_fact_id, link.old_fact_id,
-                                 session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason)
+                                 session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason,
+                                 overtaken=link.overtaken)
 
     # ------------------------------------------------------------------ reads
 
@@ -804,7 +807,7 @@ class EmbeddedStore:
                             relation=_RELATION_OF_EDGE[t],
                             new_fact_id=f["id"], old_fact_id=graph.nodes[target]["id"],
                             session_id=attrs["session_id"], at=attrs["at"], stage=attrs.get("stage"),
-                            reason=attrs.get("reason"),
+                            reason=attrs.get("reason"), overtaken=attrs.get("overtaken", False),
                         ))
                 facts.append(ExportedFact(
                     id=f["id"], text=f["text"], topic=f["topic"], domain=f["domain"], inferred=f["inferred"],
