@@ -8,6 +8,7 @@ from lastknown_graph.domain.models import (
     ScoredFact,
     SessionWrite,
     TimelineEvent,
+    UndoReport,
     UserExport,
 )
 from lastknown_graph.domain.volatility import VolatilityPriors
@@ -21,6 +22,8 @@ from lastknown_graph.errors import (
     StaleStateError,
     StoreError,
     StoreUnavailableError,
+    UndoConflictError,
+    UnknownSessionError,
     UnknownUserError,
     UserExistsError,
 )
@@ -60,6 +63,9 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "TimelineEvent",
+    "UndoConflictError",
+    "UndoReport",
+    "UnknownSessionError",
     "UnknownUserError",
     "UserExistsError",
     "UserExport",
