@@ -19,8 +19,8 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
 
 
-def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    [example] = python_blocks()
+def run_block(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run one Python block of the README in ``tmp_path`` against the scripted server; what it printed."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LASTKNOWN_NEO4J_URI", raising=False)
     monkeypatch.setenv("LASTKNOWN_EMBEDDED_PATH", str(tmp_path / "memory.json"))
@@ -30,14 +30,34 @@ def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: p
         monkeypatch.setenv("LASTKNOWN_API_KEY", "x")
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            exec(compile(example, str(README), "exec"), {})
-    output = printed.getvalue()
+            exec(compile(block, str(README), "exec"), {})
+    return printed.getvalue()
+
+
+def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    example, _ = python_blocks()
+    output = run_block(example, tmp_path, monkeypatch)
     assert "retired: Lives in Portland -> Lives in a hot desert region" in output
     assert "No longer true (kept for history):" in output
     assert "Lives in Portland" in output.split("No longer true")[1]
     assert (tmp_path / "alice.json").is_file()
     assert (tmp_path / "memory.json").is_file()
     assert output.splitlines()[-1].startswith("True ")  # the reader sees the same memory, without a model
+
+
+def test_readme_undo_example_revives_portland_and_writes_the_session_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, undo_example = python_blocks()
+    output = run_block(undo_example, tmp_path, monkeypatch).splitlines()
+    assert output[0].startswith("would restore: [") and "'Lives in Portland'" in output[0]
+    assert output[1:3] == ["refused, built on it: ('s-2',)", "['Lives in Portland']"]
+    from lastknown_graph import EmbeddedStore, MemoryReader
+
+    reader = MemoryReader(EmbeddedStore(tmp_path / "memory.json"), "bob")
+    assert [f.text for f in reader.current() if f.topic == "location"] == ["Lives in a hot desert region"]
+    assert [link.session_id for e in reader.history() for link in e.replaced_by if e.fact.text == "Lives in Portland"
+            ] == ["s-2"]
 
 
 def cli_examples() -> list[str]:
