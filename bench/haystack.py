@@ -553,7 +553,7 @@ def render(results: dict[str, list[Outcome]], slots: Sequence[Slot], profile: Se
         f"## Per domain (older values left current; ranking = find k={HEADLINE_K})",
         "",
         "Half-life = days for an unconfirmed fact of the domain to fall halfway to MIN_FRESHNESS "
-        f"({MIN_FRESHNESS}); a fact's age is divided by (1 + its confirmations).",
+        f"({MIN_FRESHNESS}); a fact's age counts from the last session that said it (stated or confirmed).",
         "",
         *markdown_table(["domain", "volatility", "half-life (d)", "slots", "cosine current@1", "cosine stale@1",
                          "ranking current@1", "ranking stale@1", "whole-store ranking current@1"],

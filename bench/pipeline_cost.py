@@ -32,11 +32,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from bench._report import evenly_spread, invocation, machine_lines, markdown_table, write_generated
-from bench.scenarios import NO_LONGER_TRUE, SCENARIOS, Scenario
+from bench.scenarios import NO_LONGER_TRUE, SCENARIOS, Judgement, Scenario
 from lastknown_graph.domain.reports import UsageReport
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.memory import Memory
+from lastknown_graph.pipeline.conflicts import flag_bar
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 
@@ -69,7 +70,6 @@ SERVERS: dict[str, ServerShape] = {
 PURPOSES = ("capabilities", "extraction", "stage1", "stage2", "premise", "answer")
 DEFAULT_STILL_TRUE = 0.97  # stage 1 for every pair a scenario does not script: "still true"
 DEFAULT_ASSUMES = 0.05  # premise check for every retired fact a question does not script
-STAGE1_FLAG_BELOW = 0.8  # ConflictSettings().stage1_flag_below; without logprobs P is 0 or 1 (p_yes >= 0.5 -> Yes)
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -213,10 +213,20 @@ class Run:
         return [s for s in self.steps if s.kind == "ask"]
 
 
-def _expected_retirements(scenario: Scenario, logprobs: bool) -> set[str]:
-    # Without logprobs the pipeline skips stage 1 and sends every candidate pair to stage 2.
-    flag_below = STAGE1_FLAG_BELOW if logprobs else 1.01
-    return {j.earlier for j in scenario.judgements if j.verdict == NO_LONGER_TRUE and j.p_still_true < flag_below}
+def _expected_retirements(scenario: Scenario, logprobs: bool, memory: Memory) -> set[str]:
+    """The earlier facts the script retires: stage 2 says no_longer_true and stage 1 flags the pair.
+
+    Stage 1 flags below the bar the library uses (``flag_bar``: the memory's settings, else the stored earlier
+    fact's domain under the memory's priors). Without logprobs the pipeline skips stage 1 and sends every candidate
+    pair to stage 2.
+    """
+    domains = {entry.fact.text: entry.fact.domain for entry in memory.history()}
+
+    def flagged(judgement: Judgement) -> bool:
+        bar = flag_bar(memory.conflict_settings, memory.priors.of(domains.get(judgement.earlier)))
+        return not logprobs or judgement.p_still_true < bar
+
+    return {j.earlier for j in scenario.judgements if j.verdict == NO_LONGER_TRUE and flagged(j)}
 
 
 def run_scenario(scenario: Scenario, server_name: str, embedder: LocalEmbedder) -> Run:
@@ -259,7 +269,7 @@ def run_scenario(scenario: Scenario, server_name: str, embedder: LocalEmbedder) 
         ]
     return Run(
         scenario=scenario, server=server_name, steps=steps, retired_texts=retired,
-        expected_retired=_expected_retirements(scenario, shape.logprobs),
+        expected_retired=_expected_retirements(scenario, shape.logprobs, memory),
         checked_pairs=len(scenario.judgements) - len(unchecked), scripted_pairs=len(scenario.judgements),
         unchecked=unchecked,
     )

@@ -1,5 +1,6 @@
 """lastknown_graph: long-term memory for LLM assistants that notices when what it remembers stops being true."""
 
+from lastknown_graph.async_memory import AsyncMemory
 from lastknown_graph.domain.models import (
     Fact,
     FactKind,
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "LLM",
     "APIEmbedder",
+    "AsyncMemory",
     "CorruptStoreFileError",
     "EmbeddedStore",
     "Embedder",

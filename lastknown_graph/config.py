@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     # Where `python -m lastknown_graph.devtools.local_neo4j` keeps its server (default: ~/.cache/lastknown/neo4j).
     neo4j_home: Path | None = None
 
+    # The one user `lastknown mcp` serves when started without --user (an MCP host's config sets it).
+    mcp_user: str | None = None
+
     @property
     def model_base_url(self) -> str:
         return (self.base_url or DEFAULT_BASE_URL).rstrip("/")

@@ -7,21 +7,23 @@ import logging
 import random
 import time
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.domain.models import (
+    FactStatus,
     HistoryEntry,
     UserExport,
 )
 from lastknown_graph.domain.reports import Answer, UsageCounts, UsageReport, WriteReport
-from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, check_text
+from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, MAX_FACT_CHARS, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, SessionConflictError, StaleStateError
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.conflicts import ConflictSettings
+from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.user_words import UserWordsSettings, closest_user_words, render_user_words
 from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
@@ -147,6 +149,18 @@ class Memory(MemoryReader):
         makes no LLM call; with other messages it is a ``SessionConflictError``. All or nothing: on any error the
         stored memory is unchanged.
         """
+        turns, day, session_id = self.check_write(messages, date, session)
+        self._ensure_schema()
+        # Writers for this user in this process take turns (no starvation); across processes the
+        # store's revision check decides, and a write that lost is planned again.
+        with self.store.user_write_turn(self.user):
+            return self._write_in_turn(turns, day, session_id)
+
+    def check_write(
+        self, messages: Sequence[str | Mapping[str, object]], date: date | datetime | str, session: str
+    ) -> tuple[list[str], date, str]:
+        """``write()``'s arguments checked, without writing or calling anything: the user's turns, the day and the
+        session id, or an ``InvalidInputError``. For callers that write later (a background job)."""
         day = day_argument(date)
         session_id = id_argument(session, "session id")
         turns = user_turns(messages)
@@ -157,11 +171,7 @@ class Memory(MemoryReader):
             raise InvalidInputError(f"the conversation's user turns hold {size} characters together, more than "
                                     f"{self.max_conversation_chars} (Memory(max_conversation_chars=...)); "
                                     "write it as several sessions")
-        self._ensure_schema()
-        # Writers for this user in this process take turns (no starvation); across processes the
-        # store's revision check decides, and a write that lost is planned again.
-        with self.store.user_write_turn(self.user):
-            return self._write_in_turn(turns, day, session_id)
+        return turns, day, session_id
 
     def _refuse_another_conversation(self, session_id: str, turns: list[str]) -> None:
         """The same session id again is a no-op only for the same messages (else the new ones would be lost)."""
@@ -201,6 +211,52 @@ class Memory(MemoryReader):
                 messages_stored=len(turns), usage=usage_report(meter), plan_attempts=attempt,
                 **plan.report_fields(),
             )
+        raise AssertionError("unreachable")
+
+    def correct(self, fact_id: str, statement: str, *, date: date | datetime | str | None = None) -> WriteReport:
+        """Retire one current fact because the user says it is wrong or outdated ("that's wrong, I never lived
+        in Austin"), with their words as the reason.
+
+        No model is asked. The statement is stored verbatim as the message of a correction session and as the
+        current fact that replaced the retired one; the retirement's stage is ``correction`` and its reason the
+        statement. ``date`` (default today) is when the fact stopped being held. To make a fact vanish instead,
+        as if it had never been said, ``forget()`` it. Idempotent: the same correction again changes nothing.
+        """
+        fact_id = id_argument(fact_id, "fact id")
+        statement = text_argument(statement, "a statement")
+        if len(statement) > MAX_FACT_CHARS:
+            raise InvalidInputError(f"a correction is one short statement: at most {MAX_FACT_CHARS} characters, "
+                                    f"got {len(statement)}")
+        day = day_argument(date) if date is not None else datetime.now(UTC).date()
+        session_id = correction_session_id(self.user, fact_id, statement)
+        [embedding] = self.embedder.embed([statement])
+        self._ensure_schema()
+        with self.store.user_write_turn(self.user):
+            for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
+                if self.store.session_exists(self.user, session_id):
+                    return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=True)
+                revision = self.store.user_revision(self.user)
+                found = self.store.facts_by_id(self.user, [fact_id])
+                if not found:
+                    raise InvalidInputError(f"user {self.user!r} has no fact {fact_id!r}")
+                [fact] = found
+                if fact.status is not FactStatus.CURRENT:
+                    raise InvalidInputError(f"fact {fact_id!r} ({fact.text!r}) is {fact.status}, not current: only a "
+                                            "current fact can be retired (forget() deletes a fact of any status)")
+                plan = plan_correction(user_id=self.user, fact=fact, statement=statement, embedding=embedding,
+                                       day=day, revision=revision)
+                try:
+                    outcome = self.store.apply(plan.change)
+                except StaleStateError:
+                    if attempt == MAX_PLAN_ATTEMPTS:
+                        raise
+                    time.sleep(random.uniform(0, REPLAN_PAUSE_S * attempt))
+                    continue
+                day = plan.change.session.date
+                if outcome.already_written:  # the same correction, applied by a rival meanwhile
+                    return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=True)
+                return WriteReport(user_id=self.user, session_id=session_id, date=day, already_written=False,
+                                   messages_stored=1, plan_attempts=attempt, **plan.report_fields())
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ answering

@@ -29,6 +29,7 @@ from lastknown_graph.cli.commands import (
     run_undo,
     run_upgrade,
 )
+from lastknown_graph.cli.mcp_server import run_mcp
 from lastknown_graph.cli.render import DEFAULT_CELL_WIDTH
 from lastknown_graph.cli.runtime import (
     DEFAULT_STORE_TIMEOUT_S,
@@ -69,6 +70,7 @@ environment:
   LASTKNOWN_NEO4J_USER/_PASSWORD  Neo4j credentials (never printed)
   LASTKNOWN_BASE_URL, LASTKNOWN_MODEL, LASTKNOWN_API_KEY   the LLM (write, ask)
   LASTKNOWN_EMBEDDER          local (default) or api; LASTKNOWN_EMBED_MODEL, LASTKNOWN_EMBED_BASE_URL
+  LASTKNOWN_MCP_USER          the user 'lastknown mcp' serves without --user
 """
 
 MAIN_EXAMPLES = """\
@@ -256,6 +258,16 @@ lastknown stats --all-users --json
 lastknown upgrade --store bolt://localhost:7687
 """, run_upgrade)
     upgrade.add_argument("--batch-size", type=int, default=1000, help="facts per transaction (default 1000)")
+
+    mcp = _command(
+        commands, common, "mcp", "serve the memory to an MCP host: stdio, or streamable HTTP with --http", """
+lastknown mcp --user alice                    # stdio: what an MCP host (Claude Desktop, an IDE) starts
+lastknown mcp --user alice --http 8765        # streamable HTTP on http://127.0.0.1:8765/mcp
+lastknown mcp --http 8765                     # any user: every tool call names its user
+""", run_mcp)
+    mcp.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
+    mcp.add_argument("--host", metavar="HOST", help="with --http: the address to bind (default 127.0.0.1, this "
+                                                   "machine only)")
 
     neo4j = commands.add_parser(
         "neo4j", help="start, stop or inspect a local Neo4j for development (Java + Maven, no Docker)",

@@ -8,3 +8,4 @@ class Stage(StrEnum):
     STAGE2 = "stage2"  # the reasoning check decided
     EVIDENCE = "evidence"  # enough inferred contradictions retired a well-confirmed fact
     RESISTED = "resisted"  # a well-confirmed fact held against one inferred contradiction
+    CORRECTION = "correction"  # the user said the fact is wrong or outdated: no model was asked

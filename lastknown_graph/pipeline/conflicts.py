@@ -72,6 +72,11 @@ def domain_candidate_budget(priors: VolatilityPriors, domain: str | None) -> int
     return candidate_budget(priors.of(priors.known(domain)))
 
 
+def flag_bar(settings: ConflictSettings, earlier_volatility: float) -> float:
+    """P(earlier still true) below which stage 1 flags a pair: the settings' bar, else the earlier fact's domain's."""
+    return settings.stage1_flag_below or stage1_flag_bar(earlier_volatility)
+
+
 def candidate_probe(
     topic: str, embedding: list[float], settings: ConflictSettings, k: int | None = None
 ) -> CandidateProbe:
@@ -143,8 +148,7 @@ def judge_pair(
             outdated_messages(earlier.text, earlier.valid_from, later_text, later_day),
             purpose="stage1", meter=meter,
         )
-        flag_bar = settings.stage1_flag_below or stage1_flag_bar(earlier_volatility)
-        if probability >= flag_bar:
+        if probability >= flag_bar(settings, earlier_volatility):
             return PairDecision(False, Stage.STAGE1, probability, "stage 1: earlier fact still true")
     verdict = llm.structured(
         conflict_verdict_messages(earlier.text, earlier.valid_from, later_text, later_day, later_evidence),

@@ -162,7 +162,7 @@ def history_texts(env: dict[str, str], store: str, user: str) -> dict[str, str]:
 
 
 COMMANDS = ["write", "context", "ask", "find", "forget", "forget-about", "undo", "history", "timeline", "as-of",
-            "export", "import", "audit", "stats", "upgrade", "neo4j"]
+            "export", "import", "audit", "stats", "upgrade", "mcp", "neo4j"]
 
 
 def test_help_lists_every_command_with_examples_and_exit_codes(model_env: dict[str, str]) -> None:

@@ -56,6 +56,9 @@ def scenario_rules() -> list[Rule]:
         Rule(purpose="extraction", contains="desert life", reply=Reply.json({"facts": [
             fact("Lives in a hot desert region", "location", inferred=True),
         ]})),
+        Rule(purpose="extraction", contains="still allergic", reply=Reply.json({"facts": [
+            fact("Is still allergic to peanuts", "allergy"),
+        ]})),
         Rule(purpose="extraction", contains="allergic to peanuts", reply=Reply.json({"facts": [
             fact("Is allergic to peanuts", "allergy"),
         ]})),
@@ -68,6 +71,14 @@ def scenario_rules() -> list[Rule]:
         Rule(purpose="extraction", contains="now work as a nurse", reply=Reply.json({"facts": [
             fact("Works as a nurse", "job"),
         ]})),
+        # Flagged at stage 1 (below every domain's bar) but still true at stage 2: the verdict must decide.
+        Rule(purpose="stage1", contains=["Is allergic to peanuts", "Is still allergic"], reply=still_true(0.5)),
+        Rule(purpose="stage2", contains=["Is allergic to peanuts", "Is still allergic"], reply=Reply.json({
+            "reasoning": "The user says the allergy goes on.", "verdict": "still_true"})),
+        Rule(purpose="stage1", contains=["Does not mind the rain", "desert"], reply=still_true(0.3)),
+        Rule(purpose="stage2", contains=["Does not mind the rain", "desert"], reply=Reply.json({
+            "reasoning": "Living somewhere dry does not change how the user feels about rain.",
+            "verdict": "still_true"})),
         Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.1)),
         Rule(purpose="stage1", contains=["Works at a bakery", "nurse"], reply=still_true(0.05)),
         Rule(purpose="stage1", reply=still_true(0.97)),
@@ -128,6 +139,9 @@ def test_implied_move_retires_portland_on_every_server_kind(
         assert server.chat_requests("stage1") == []
     assert [(e.old_text, e.new_text) for e in second.expired] == [
         ("Is on the train to work", "Is making coffee before work")]
+    # Stage 1 flagged the rain fact too (on every server kind it reached stage 2), and stage 2 kept it.
+    assert ("Does not mind the rain", "stage2") in [(k.text, k.stage) for k in second.kept]
+    assert any("Does not mind the rain" in r.last_user_message for r in server.chat_requests("stage2"))
 
     current = {f.text: f for f in memory.current()}
     assert set(current) == {"Lives in a hot desert region", "Is making coffee before work",
@@ -398,16 +412,34 @@ def test_topics_are_short_snake_case_attribute_names(raw: str, expected: str) ->
 
 
 def test_a_near_repeat_that_negates_retires_instead_of_confirming(
-    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
 ) -> None:
-    memory = memory_for(llamacpp_server, embedder, store)
+    memory = memory_for(server, embedder, store)
     memory.write(["I'm allergic to peanuts."], date="2024-01-05", session="s-1")
     report = memory.write(["Good news, I outgrew it!"], date="2024-06-01", session="s-2")
     assert report.confirmed == ()
     assert [(r.old_text, r.new_text) for r in report.retired] == [
         ("Is allergic to peanuts", "Is no longer allergic to peanuts")]
     assert [f.text for f in memory.current()] == ["Is no longer allergic to peanuts"]
-    assert len(llamacpp_server.chat_requests("stage1")) == 1  # judged once, not again in the candidate loop
+    # judged once, not again in the candidate loop
+    assert len(server.chat_requests("stage1")) == (1 if server.supports_logprobs else 0)
+    assert len(server.chat_requests("stage2")) == 1
+
+
+def test_a_near_repeat_that_stage_two_keeps_is_a_confirmation(
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    """Nearly the same words, flagged at stage 1: only stage 2's "still true" makes it a confirmation."""
+    memory = memory_for(server, embedder, store)
+    memory.write(["I'm allergic to peanuts."], date="2024-01-05", session="s-1")
+    report = memory.write(["Yes, I'm still allergic to peanuts."], date="2024-06-01", session="s-2")
+    assert [(c.text, c.said_as) for c in report.confirmed] == [
+        ("Is allergic to peanuts", "Is still allergic to peanuts")]
+    assert report.retired == () and report.added == ()
+    [allergy] = memory.current()
+    assert (allergy.text, allergy.confirmed_in) == ("Is allergic to peanuts", ("s-2",))
+    [asked] = server.chat_requests("stage2")
+    assert "Is allergic to peanuts" in asked.last_user_message
 
 
 def test_a_conversation_dated_before_a_fact_cannot_retire_it(
@@ -515,21 +547,26 @@ def test_forgetting_a_fact_whose_extraction_cited_no_message_redacts_only_its_ow
 
 
 def test_a_conversation_written_after_a_later_one_is_stored_as_already_overtaken(
-    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
 ) -> None:
-    """September is written first, February arrives late: Portland was true from February until September."""
-    memory = memory_for(llamacpp_server, embedder, store)
+    """September is written first, February arrives late: Portland was true from February until September.
+
+    The rain fact is flagged against the desert too, and stage 2 keeps it: it is not overtaken.
+    """
+    memory = memory_for(server, embedder, store)
     memory.write(SEP, date="2024-09-03", session="s-sep")
     report = memory.write(FEB, date="2024-02-10", session="s-feb")
     assert [(o.text, o.by_text, o.until.isoformat()) for o in report.overtaken] == [
         ("Lives in Portland", "Lives in a hot desert region", "2024-09-03")]
+    assert any("Does not mind the rain" in r.last_user_message for r in server.chat_requests("stage2"))
+    assert {f.text for f in memory.current()} >= {"Does not mind the rain", "Works at a bakery"}
     locations = {e.fact.text: e.fact for e in memory.history() if e.fact.topic == "location"}
     assert locations["Lives in Portland"].status is FactStatus.RETIRED
     assert [f.text for f in memory.current() if f.topic == "location"] == ["Lives in a hot desert region"]
     assert "Lives in Portland" in {f.text for f in memory.as_of("2024-05-01")}
     assert "Lives in Portland" not in {f.text for f in memory.as_of("2024-09-03")}
     # Written in date order the graph says the same about where the user lives and since when.
-    in_order = memory_for(llamacpp_server, embedder, store)
+    in_order = memory_for(server, embedder, store)
     in_order.write(FEB, date="2024-02-10", session="s-feb")
     in_order.write(SEP, date="2024-09-03", session="s-sep")
 

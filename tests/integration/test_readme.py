@@ -6,6 +6,7 @@ import contextlib
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,8 +20,8 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
 
 
-def run_block(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run one Python block of the README in ``tmp_path`` against the scripted server; what it printed."""
+def run_against_the_scripted_server(example: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What the example prints, run in ``tmp_path`` with the embedded store there."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LASTKNOWN_NEO4J_URI", raising=False)
     monkeypatch.setenv("LASTKNOWN_EMBEDDED_PATH", str(tmp_path / "memory.json"))
@@ -30,13 +31,17 @@ def run_block(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> st
         monkeypatch.setenv("LASTKNOWN_API_KEY", "x")
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            exec(compile(block, str(README), "exec"), {})
+            exec(compile(example, str(README), "exec"), {})
     return printed.getvalue()
 
 
+def test_readme_has_the_agent_the_undo_and_the_asyncio_examples() -> None:
+    blocks = python_blocks()
+    assert len(blocks) == 3 and "memory.undo(" in blocks[1] and "AsyncMemory" in blocks[2]
+
+
 def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    example, _ = python_blocks()
-    output = run_block(example, tmp_path, monkeypatch)
+    output = run_against_the_scripted_server(python_blocks()[0], tmp_path, monkeypatch)
     assert "retired: Lives in Portland -> Lives in a hot desert region" in output
     assert "No longer true (kept for history):" in output
     assert "Lives in Portland" in output.split("No longer true")[1]
@@ -48,8 +53,7 @@ def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: p
 def test_readme_undo_example_revives_portland_and_writes_the_session_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _, undo_example = python_blocks()
-    output = run_block(undo_example, tmp_path, monkeypatch).splitlines()
+    output = run_against_the_scripted_server(python_blocks()[1], tmp_path, monkeypatch).splitlines()
     assert output[0].startswith("would restore: [") and "'Lives in Portland'" in output[0]
     assert output[1:3] == ["refused, built on it: ('s-2',)", "['Lives in Portland']"]
     from lastknown_graph import EmbeddedStore, MemoryReader
@@ -58,6 +62,14 @@ def test_readme_undo_example_revives_portland_and_writes_the_session_again(
     assert [f.text for f in reader.current() if f.topic == "location"] == ["Lives in a hot desert region"]
     assert [link.session_id for e in reader.history() for link in e.replaced_by if e.fact.text == "Lives in Portland"
             ] == ["s-2"]
+
+
+def test_readme_asyncio_example_writes_in_order_and_retires_portland(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = run_against_the_scripted_server(python_blocks()[2], tmp_path, monkeypatch)
+    now, past = output.split("No longer true (kept for history):")
+    assert "Lives in a hot desert region" in now and "Lives in Portland" in past
 
 
 def cli_examples() -> list[str]:
@@ -91,3 +103,45 @@ def test_readme_command_line_examples_run_as_written(tmp_path: Path) -> None:
     assert "Lives in a hot desert region" in context.split("No longer true")[0]
     assert "Lives in Portland" in context.split("No longer true")[1]
     assert "retired" in json.dumps(timeline)
+
+
+def mcp_host_config() -> dict[str, Any]:
+    import json
+
+    [block] = re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    config: dict[str, Any] = json.loads(block)["mcpServers"]["lastknown"]
+    return config
+
+
+def test_readme_mcp_host_config_starts_a_server_an_mcp_client_can_use(tmp_path: Path) -> None:
+    """The snippet's command and arguments as written; its endpoint settings pointed at the scripted server."""
+    import os
+    import shutil
+    import sys
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    config = mcp_host_config()
+    assert config["command"] == "lastknown" and config["args"][:1] == ["mcp"]
+    command = shutil.which(config["command"]) or str(Path(sys.executable).parent / config["command"])
+    user = config["args"][config["args"].index("--user") + 1]
+
+    async def use(env: dict[str, str]) -> None:
+        with anyio.fail_after(120):
+            async with Client(StdioServerParameters(command=command, args=config["args"], env=env)) as client:
+                written = await client.call_tool("remember", {"messages": ["I've been in Portland for years now."],
+                                                              "date": "2024-02-10", "session": "s-1"})
+                assert not written.is_error, written.content
+                context = await client.call_tool("context", {})
+                assert "Lives in Portland" in (context.structured_content or {})["context"]
+                other = await client.call_tool("context", {"user": f"not-{user}"})
+                assert other.is_error and "WrongUserError" in getattr(other.content[0], "text", "")
+
+    with ScriptedLLMServer(scripted_rules(), supports_json_schema=False, embedding_dimension=384) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LASTKNOWN_")} | config.get("env", {})
+        assert set(env) >= {"LASTKNOWN_BASE_URL"}
+        env |= {"LASTKNOWN_BASE_URL": server.base_url, "LASTKNOWN_MODEL": "scripted", "LASTKNOWN_API_KEY": "x",
+                "LASTKNOWN_EMBEDDER": "api", "LASTKNOWN_EMBED_MODEL": "scripted",
+                "LASTKNOWN_EMBEDDED_PATH": str(tmp_path / "memory.json")}
+        anyio.run(use, env)

@@ -12,10 +12,12 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "lastknown_graph"
-PERIPHERY = ("cli", "render", "testing", "devtools", "demo")
-# Who may use the periphery's optional parts: the demo runs the scripted model when no endpoint answers, and
-# `lastknown neo4j` hands its arguments to the local Neo4j tool.
-ALLOWED_IMPORTERS = {"testing": {"demo"}, "devtools": {"cli.app"}}
+PERIPHERY = ("cli", "render", "testing", "devtools", "demo", "mcp")
+# Who may use the periphery's optional parts: the demo runs the scripted model when no endpoint answers,
+# `lastknown neo4j` hands its arguments to the local Neo4j tool, and `lastknown mcp` starts the MCP server.
+ALLOWED_IMPORTERS = {"testing": {"demo"}, "devtools": {"cli.app"}, "mcp": {"cli.mcp_server"}}
+# The MCP SDK is an optional extra: only the server module may import it (the rest of mcp/ is plain library code).
+MCP_SDK_IMPORTERS = {"mcp.server"}
 
 
 def _module_name(path: Path) -> str:
@@ -69,6 +71,23 @@ def test_test_doubles_and_dev_tools_are_used_only_where_allowed() -> None:
             if _top(module) != part and any(_top(target) == part for target in targets)
         }
         assert users <= allowed, f"{part}/ is imported by {sorted(users - allowed)}"
+
+
+def _sdk_importers() -> set[str]:
+    """Modules of ours that import the ``mcp`` SDK (a top-level ``mcp``, not ``lastknown_graph.mcp``)."""
+    found: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                     else [])
+            if any(name == "mcp" or name.startswith("mcp.") for name in names):
+                found.add(_module_name(path))
+    return found
+
+
+def test_only_the_mcp_server_module_imports_the_mcp_sdk() -> None:
+    assert _sdk_importers() == MCP_SDK_IMPORTERS
 
 
 def test_the_scripted_server_knows_the_wire_not_the_client() -> None:

@@ -31,6 +31,7 @@ class Script:
         self.extractions: dict[str, list[dict[str, object]]] = {}
         self.outdated: float = OUTDATED
         self.verdict = "no_longer_true"
+        self.verdicts: dict[str, str] = {}  # a fact's text -> stage 2's verdict on every pair it is in
         self.answer = "Yes."
 
     def __call__(self, call: ModelCall) -> object:
@@ -42,7 +43,8 @@ class Script:
         if call.purpose == "stage1":
             return self.outdated
         if call.purpose == "stage2":
-            return {"reasoning": "scripted", "verdict": self.verdict}
+            verdict = next((v for text, v in self.verdicts.items() if text in call.last_user_message), self.verdict)
+            return {"reasoning": "scripted", "verdict": verdict}
         if call.purpose == "premise":
             return 0.0
         return self.answer
@@ -107,15 +109,77 @@ def test_stage_one_keeps_an_unrelated_older_fact_without_asking_stage_two(
     assert sorted(f.text for f in memory.current()) == ["Lives in Lyon", "Plays the cello"]
 
 
-def test_stage_two_can_keep_what_stage_one_flagged(script: Script, make_memory: Callable[..., tuple]) -> None:
+@pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
+def test_stage_two_can_keep_what_stage_one_flagged(
+    script: Script, make_memory: Callable[..., tuple], logprobs: bool
+) -> None:
     script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
     script.extractions["Porto"] = [fact("Lives in Porto", "location")]
     script.verdict = "still_true"
-    memory, _ = make_memory()
+    memory, model = make_memory(logprobs=logprobs)
     memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
     report = memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
     assert [(k.text, k.stage) for k in report.kept] == [("Lives in Lyon", "stage2")]
+    assert report.retired == ()
     assert sorted(f.text for f in memory.current()) == ["Lives in Lyon", "Lives in Porto"]
+    assert len(model.calls_for("stage2")) == 1
+
+
+@pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
+def test_stage_two_decides_pair_by_pair_within_one_write(
+    script: Script, make_memory: Callable[..., tuple], logprobs: bool
+) -> None:
+    """Both older facts are flagged against the new one; stage 2 retires one and keeps the other."""
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location"), fact("Plays the cello", "hobby", evidence=1)]
+    script.extractions["Porto"] = [fact("Lives in Porto", "location")]
+    script.verdicts = {"Plays the cello": "still_true"}
+    memory, model = make_memory(logprobs=logprobs)
+    memory.write(["I live in Lyon these days.", "I play the cello."], date="2024-01-10", session="s1")
+    report = memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
+    assert [(r.old_text, r.stage) for r in report.retired] == [("Lives in Lyon", "stage2")]
+    assert [(k.text, k.stage) for k in report.kept] == [("Plays the cello", "stage2")]
+    assert sorted(f.text for f in memory.current()) == ["Lives in Porto", "Plays the cello"]
+    assert len(model.calls_for("stage2")) == 2
+
+
+@pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
+@pytest.mark.parametrize("verdict", ["still_true", "no_longer_true"])
+def test_a_near_repeat_is_a_confirmation_only_when_stage_two_keeps_the_older_fact(
+    script: Script, make_memory: Callable[..., tuple], logprobs: bool, verdict: str
+) -> None:
+    older, newer = "Lives in Lyon with my partner", "Still lives in Lyon with my partner"
+    script.extractions["these days"] = [fact(older, "location")]
+    script.extractions["Still"] = [fact(newer, "location")]
+    script.verdict = verdict
+    memory, model = make_memory(logprobs=logprobs)
+    memory.write(["I live in Lyon with my partner these days."], date="2024-01-10", session="s1")
+    report = memory.write(["Still in Lyon with my partner."], date="2024-06-01", session="s2")
+    [asked] = model.calls_for("stage2")  # near enough to be a repeat, so it is checked once
+    assert older in asked.last_user_message
+    if verdict == "still_true":
+        assert [(c.text, c.said_as) for c in report.confirmed] == [(older, newer)]
+        assert report.retired == () and report.added == ()
+        assert [(f.text, f.confirmed_in) for f in memory.current()] == [(older, ("s2",))]
+    else:
+        assert report.confirmed == ()
+        assert [(r.old_text, r.new_text) for r in report.retired] == [(older, newer)]
+        assert [f.text for f in memory.current()] == [newer]
+
+
+@pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
+def test_a_late_conversation_is_overtaken_only_where_stage_two_says_so(
+    script: Script, make_memory: Callable[..., tuple], logprobs: bool
+) -> None:
+    """June is written first; January arrives late and each of its facts is checked against June's."""
+    script.extractions["Porto"] = [fact("Lives in Porto", "location")]
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location"), fact("Plays the cello", "hobby", evidence=1)]
+    script.verdicts = {"Plays the cello": "still_true"}
+    memory, model = make_memory(logprobs=logprobs)
+    memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
+    report = memory.write(["I live in Lyon these days.", "I play the cello."], date="2024-01-10", session="s1")
+    assert [(o.text, o.by_text) for o in report.overtaken] == [("Lives in Lyon", "Lives in Porto")]
+    assert sorted(f.text for f in memory.current()) == ["Lives in Porto", "Plays the cello"]
+    assert any("Plays the cello" in call.last_user_message for call in model.calls_for("stage2"))
 
 
 def test_without_logprobs_every_pair_goes_to_stage_two(script: Script, make_memory: Callable[..., tuple]) -> None:

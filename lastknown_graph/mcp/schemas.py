@@ -1,0 +1,124 @@
+"""What the MCP tools take and return, as pydantic types: the JSON schemas an MCP host shows its model.
+
+Each ``Field(description=...)`` is the documentation the host's model reads. Results reuse the library's own
+models (``WriteReport``, ``Fact``, ``TimelineEvent``, ...), so the wire says what the Python API says.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lastknown_graph.domain.models import Fact, ScoredFact, TimelineEvent
+from lastknown_graph.domain.reports import ForgetReport, WriteReport
+
+UserArgument = Annotated[str | None, Field(
+    description="The user whose memory to use. A server started with --user serves that user only: leave it out "
+                "(or pass the same id); any other id is refused. A server started without --user needs it on "
+                "every call.")]
+
+
+class ChatTurn(BaseModel):
+    """One turn of a chat; only the user's own turns are remembered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+
+
+Messages = Annotated[list[str | ChatTurn], Field(
+    min_length=1,
+    description="The conversation: the user's messages as strings, or chat turns {role, content}. Only what the "
+                "user said is kept (verbatim); assistant, system and tool turns are dropped.")]
+Day = Annotated[date, Field(description="The conversation's date, YYYY-MM-DD (not after tomorrow).")]
+PastDay = Annotated[date, Field(description="A past date, YYYY-MM-DD.")]
+SessionArgument = Annotated[str, Field(
+    description="An id of this conversation, new for each one. Writing the same session with the same messages "
+                "again changes nothing; with other messages it is refused.")]
+Confirm = Annotated[bool, Field(
+    description="Deletion is permanent: pass true only when the user asked for it. Without it nothing is deleted.")]
+
+
+class WriteStatus(StrEnum):
+    WRITTEN = "written"
+    ALREADY_WRITTEN = "already_written"  # this session was stored before; nothing changed
+    QUEUED = "queued"  # background: remember_status(job_id) tells when it is done
+
+
+class RememberResult(BaseModel):
+    status: WriteStatus
+    job_id: str | None = Field(default=None, description="With background: the id to pass to remember_status.")
+    report: WriteReport | None = Field(default=None, description="What the write did (not for background writes).")
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"  # the conversation is stored; report says what changed
+    FAILED = "failed"  # nothing of it is stored; error says why
+
+
+class JobStatus(BaseModel):
+    """A background write. It is all or nothing: until it is done nothing of it is visible, and a failed one
+    stored nothing."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    user: str
+    session: str
+    state: JobState
+    report: WriteReport | None = None
+    error: str | None = Field(default=None, description="The typed error's message, when it failed.")
+
+
+class ContextResult(BaseModel):
+    user: str
+    context: str = Field(description="Everything true about the user now, then what is no longer true: prompt "
+                                     "text for the system message.")
+
+
+class PremiseNotesResult(BaseModel):
+    user: str
+    notes: list[str] = Field(description="One note for each outdated fact the message seems to assume (empty when "
+                                         "it assumes none): tell the model what changed before it answers.")
+
+
+class FindResult(BaseModel):
+    user: str
+    facts: list[ScoredFact] = Field(description="Current and historical facts, most relevant first, with their ids.")
+
+
+class TimelineResult(BaseModel):
+    user: str
+    events: list[TimelineEvent] = Field(description="Adds, confirmations, retirements (with cause) and expiries, "
+                                                    "in date order.")
+
+
+class AsOfResult(BaseModel):
+    user: str
+    date: date
+    facts: list[Fact] = Field(description="What was true about the user on that date.")
+
+
+class ForgetResult(BaseModel):
+    user: str
+    forgotten: ForgetReport
+    unknown_ids: list[str] = Field(default_factory=list, description="Ids the user has no fact for (ignored).")
+
+
+class CorrectionAction(StrEnum):
+    RETIRE = "retire"  # it is no longer true (or never was): kept in the history as retired, with the reason
+    FORGET = "forget"  # delete it everywhere, as if it had never been said (needs confirm)
+
+
+class CorrectionResult(BaseModel):
+    user: str
+    action: CorrectionAction
+    fact: Fact = Field(description="The fact that was corrected, as it was before.")
+    report: WriteReport | None = Field(default=None, description="retire: the correction session that retired it.")
+    forgotten: ForgetReport | None = Field(default=None, description="forget: what was deleted.")
