@@ -10,5 +10,6 @@ RETURN f {.id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .
        [(f)-[r:SUPERSEDES|EXPIRES|CONTRADICTS]->(old:Fact) |
          {relation: CASE type(r) WHEN 'SUPERSEDES' THEN 'supersedes' WHEN 'EXPIRES' THEN 'expires'
                     ELSE 'contradicts' END,
-          old_fact_id: old.id, session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason}] AS replacements
+          old_fact_id: old.id, session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason,
+          overtaken: coalesce(r.overtaken, false)}] AS replacements
 ORDER BY f.id

@@ -1,7 +1,8 @@
 // name: import_links
 // purpose: recreate CONFIRMED_IN, SUPERSEDES, EXPIRES and CONTRADICTS edges of a user from an export.
 // parameters: $user_id (string), $confirmations (list of {fact_id, session_id, at}),
-//             $replacements (list of {relation, new_fact_id, old_fact_id, session_id, at, stage, reason})
+//             $replacements (list of {relation, new_fact_id, old_fact_id, session_id, at, stage, reason,
+//             overtaken})
 // example: see tests/contract/test_store_contract.py (export/import round trip)
 CALL {
   UNWIND $confirmations AS c
@@ -13,7 +14,9 @@ CALL {
   UNWIND [r IN $replacements WHERE r.relation = 'supersedes'] AS r
   MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
   MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
-  CREATE (new)-[:SUPERSEDES {session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason}]->(old)
+  // overtaken is stored only where true (null leaves the property out), as write_overtaken stores it.
+  CREATE (new)-[:SUPERSEDES {session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason,
+                             overtaken: CASE WHEN r.overtaken THEN true END}]->(old)
 }
 CALL {
   UNWIND [r IN $replacements WHERE r.relation = 'expires'] AS r

@@ -9,6 +9,7 @@ from lastknown_graph.domain.models import (
     ScoredFact,
     SessionWrite,
     TimelineEvent,
+    UndoReport,
     UserExport,
 )
 from lastknown_graph.domain.volatility import VolatilityPriors
@@ -22,6 +23,8 @@ from lastknown_graph.errors import (
     StaleStateError,
     StoreError,
     StoreUnavailableError,
+    UndoConflictError,
+    UnknownSessionError,
     UnknownUserError,
     UserExistsError,
 )
@@ -61,6 +64,9 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "TimelineEvent",
+    "UndoConflictError",
+    "UndoReport",
+    "UnknownSessionError",
     "UnknownUserError",
     "UserExistsError",
     "UserExport",

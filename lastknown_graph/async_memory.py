@@ -16,7 +16,15 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from lastknown_graph.domain.models import DomainTelemetry, Fact, HistoryEntry, ScoredFact, TimelineEvent, UserExport
+from lastknown_graph.domain.models import (
+    DomainTelemetry,
+    Fact,
+    HistoryEntry,
+    ScoredFact,
+    TimelineEvent,
+    UndoReport,
+    UserExport,
+)
 from lastknown_graph.domain.reports import Answer, ForgetReport, WriteReport
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError
@@ -97,7 +105,7 @@ class AsyncMemory:
     async def save(self, path: str | Path) -> Path:
         return await self._in_thread(self.memory.save, path)
 
-    # ------------------------------------------------------------------ forgetting (writes: in turn)
+    # ------------------------------------------------------------------ forgetting and undo (writes: in turn)
 
     async def forget(self, fact_ids: Sequence[str]) -> ForgetReport:
         async with self._write_turn:
@@ -106,3 +114,7 @@ class AsyncMemory:
     async def forget_about(self, query: str, threshold: float = DEFAULT_FORGET_THRESHOLD) -> ForgetReport:
         async with self._write_turn:
             return await self._in_thread(self.memory.forget_about, query, threshold)
+
+    async def undo(self, session_id: str, dry_run: bool = False, cascade: bool = False) -> UndoReport:
+        async with self._write_turn:
+            return await self._in_thread(self.memory.undo, session_id, dry_run, cascade)

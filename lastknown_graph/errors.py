@@ -46,6 +46,23 @@ class UserExistsError(StoreError):
     """An import targets a user that already has memory in this store."""
 
 
+class UnknownSessionError(StoreError):
+    """The user has no session with this id: it was never written, or it was undone already. Nothing was changed."""
+
+
+class UndoConflictError(StoreError):
+    """Later sessions built on the session to undo (retired, confirmed or disputed its facts, ...); nothing was changed.
+
+    ``dependants`` names them, newest first. A dry run of the undo says how each built on it; undoing with
+    ``cascade=True`` undoes them too, newest first.
+    """
+
+    def __init__(self, message: str, *, session_id: str, dependants: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.dependants = dependants
+
+
 class SessionConflictError(InvalidInputError):
     """A session id already written with other messages: writing it again would silently drop this conversation.
 

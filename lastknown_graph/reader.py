@@ -1,4 +1,4 @@
-"""MemoryReader: what is known about one user, from the store alone (no model): reads, search and forgetting.
+"""MemoryReader: what is known about one user, from the store alone (no model): reads, search, forgetting and undo.
 
 ``Memory`` adds writing and answering on top of one; the CLI's read and delete commands use one directly, so a
 read never needs an LLM endpoint, and the embedder only for search (``find``, ``matching``, ``forget_about``).
@@ -10,7 +10,15 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from lastknown_graph.domain.models import DomainTelemetry, Fact, HistoryEntry, ScoredFact, TimelineEvent, UserExport
+from lastknown_graph.domain.models import (
+    DomainTelemetry,
+    Fact,
+    HistoryEntry,
+    ScoredFact,
+    TimelineEvent,
+    UndoReport,
+    UserExport,
+)
 from lastknown_graph.domain.reports import ForgetReport
 from lastknown_graph.domain.validation import check_text, normalised_identifier, parse_day
 from lastknown_graph.domain.volatility import VolatilityPriors
@@ -196,3 +204,24 @@ class MemoryReader:
     def forget_about(self, query: str, threshold: float = DEFAULT_FORGET_THRESHOLD) -> ForgetReport:
         """Delete every fact (current or historical) at least ``threshold`` similar to ``query``."""
         return self.forget([hit.fact.id for hit in self.matching(query, threshold)])
+
+    # ------------------------------------------------------------------ undoing
+
+    def undo(self, session_id: str, dry_run: bool = False, cascade: bool = False) -> UndoReport:
+        """Undo one written session as if it had never been written, in one transaction.
+
+        The facts it added are removed with their edges and embeddings, and so are its messages; the facts it
+        retired or expired are current again; its confirmations and disputes are withdrawn. Later sessions that
+        built on it (retired, confirmed or disputed its facts, ...) make it an ``UndoConflictError`` that changes
+        nothing, unless ``cascade``: they are undone too, newest first. ``dry_run`` reports what the undo would
+        change, with the sessions a cascade would take, and changes nothing. Forgetting never revives a fact; undo
+        does, so the session can be written again (``report.sessions[-1].messages`` holds its words). A session that
+        was never written, or was undone already, is an ``UnknownSessionError``.
+        """
+        session = id_argument(session_id, "session id")
+        for name, flag in (("dry_run", dry_run), ("cascade", cascade)):
+            if not isinstance(flag, bool):
+                raise InvalidInputError(f"{name} must be True or False, got {flag!r}")
+        if dry_run:
+            return self.store.plan_undo(self.user, session)
+        return self.store.undo_session(self.user, session, cascade=cascade)

@@ -26,6 +26,10 @@ the purposes written in cypher/*.cypher):
       new -supersedes-> old with the session, day, stage and reason. An expiry does the same
       with status ``expired`` and relation ``expires`` (no stage, no reason). A dispute leaves
       the old fact exactly as it was and links new -contradicts-> old with its reason.
+   g. An overtaken new fact is stored ``retired`` with valid_to = ``until``, linked
+      later -supersedes-> new with the later fact's session, ``until`` as the day, the stage and
+      reason, and ``overtaken`` set (this write, not the later fact's session, made the link).
+      The later fact must be a current fact of this user, as in (b).
 3. Reads.
    - A Fact's confirmed_in is the sorted ids of the sessions that confirmed it, last_confirmed the
      latest of their days, contradicted_in the sorted sessions of the links contradicting it;
@@ -51,6 +55,30 @@ the purposes written in cypher/*.cypher):
 6. export_user: everything stored for the user in canonical order; UnknownUserError without memory.
 7. import_user: UserExistsError when the user has memory; StoreError when a fact or message id
    is already used; otherwise the user's memory becomes exactly the export.
+8. undo_session(session k), plan_undo(k): UnknownSessionError when the user has no session k.
+   a. The session that wrote a link is the one it names, except for an overtaken link: the session
+      of its old fact. A session W depends on a session S != W when W confirmed a fact of S, or wrote a
+      link whose new or old fact is S's (kind: overtaken for an overtaken link, else retired, expired
+      or disputed by relation), or wrote a supersedes link of stage ``evidence`` (not overtaken) into
+      a fact that S had written a contradicts link into (kind evidence). Each dependency names the
+      fact of S (for evidence: the retired fact) and its text.
+   b. The undo takes k and every session depending on one it takes. They go in this order: each
+      after every taken session depending on it; among those free to go, the latest (date, id) first
+      (with none free, a cycle only a crafted import can make, the latest of all those left).
+      ``dependants`` is that order without k; ``dependencies`` the dependencies on a taken session,
+      sorted by (session, on session, kind, fact id).
+   c. Per taken session, in that order: its date; ``removed`` the facts it added; ``restored`` the
+      facts it wrote a supersedes or expires link into, when every supersedes or expires link into
+      them was written by a taken session; ``withdrawn_confirmations`` the facts it confirmed;
+      ``withdrawn_disputes`` the facts it wrote a contradicts link into; ``message_ids`` its messages by
+      index and ``messages`` their texts, the forgotten left out. Every fact list is (id, text) sorted
+      by id, and leaves out facts the undo removes, except ``removed`` itself.
+   d. plan_undo reports all that with ``dry_run`` and changes nothing. undo_session refuses with
+      UndoConflictError (nothing changed) when there are dependants and no cascade; otherwise it
+      removes the links the taken sessions wrote, makes the restored facts current with no valid_to,
+      removes the facts they added with their confirmations and every link into or out of them, the
+      confirmations in the taken sessions, their messages (dropped from every fact's provenance) and
+      the sessions. A user left without sessions has no memory any more.
 
 Where the contract leaves an order open (ties in the sort keys above), this model breaks ties
 by id; the tests compare those reads as sets plus the order the contract does fix.
@@ -66,6 +94,7 @@ from typing import Literal
 
 from lastknown_graph.domain.models import (
     DeletionReport,
+    DependencyKind,
     ExportedConfirmation,
     ExportedFact,
     ExportedMessage,
@@ -76,14 +105,25 @@ from lastknown_graph.domain.models import (
     HistoryEntry,
     ReplacementLink,
     ScoredFact,
+    SessionUndo,
     SessionWrite,
     SourceMessage,
     TimelineEvent,
     TimelineEventKind,
+    UndoDependency,
+    UndoneFact,
+    UndoReport,
     UserExport,
     WriteOutcome,
 )
-from lastknown_graph.errors import StaleStateError, StoreError, UnknownUserError, UserExistsError
+from lastknown_graph.errors import (
+    StaleStateError,
+    StoreError,
+    UndoConflictError,
+    UnknownSessionError,
+    UnknownUserError,
+    UserExistsError,
+)
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import REDACTED_REASON, require_importable
 
@@ -126,7 +166,7 @@ class ReferenceStore:
         if memory is not None and session.id in memory.sessions:
             return WriteOutcome(applied=False, already_written=True)
         current = {f.id for f in self.current_facts(user_id)}
-        for fact_id in change.touched_fact_ids:
+        for fact_id in change.touched_fact_ids + change.overtaking_fact_ids:
             if fact_id not in current:
                 raise StaleStateError(f"fact {fact_id!r} is not a current fact of user {user_id!r}")
         self._refuse_used_ids([f.id for f in change.new_facts], [m.id for m in change.messages])
@@ -170,6 +210,13 @@ class ReferenceStore:
             memory.links.append(ExportedReplacement(
                 relation="contradicts", new_fact_id=dispute.new_fact_id, old_fact_id=dispute.old_fact_id,
                 session_id=session.id, at=day, stage=None, reason=dispute.reason,
+            ))
+        for late in change.overtaken:
+            self._end(memory, late.new_fact_id, FactStatus.RETIRED, late.until)
+            memory.links.append(ExportedReplacement(
+                relation="supersedes", new_fact_id=late.by_fact_id, old_fact_id=late.new_fact_id,
+                session_id=memory.facts[late.by_fact_id].session_id, at=late.until, stage=late.stage,
+                reason=late.reason, overtaken=True,
             ))
         return WriteOutcome(applied=True, already_written=False)
 
@@ -215,6 +262,120 @@ class ReferenceStore:
 
     def delete_user(self, user_id: str) -> bool:
         return self._users.pop(user_id, None) is not None
+
+    # ------------------------------------------------------------------ undo (clause 8)
+
+    def plan_undo(self, user_id: str, session_id: str) -> UndoReport:
+        return self._undo_report(user_id, session_id, dry_run=True)
+
+    def undo_session(self, user_id: str, session_id: str, *, cascade: bool = False) -> UndoReport:
+        report = self._undo_report(user_id, session_id, dry_run=False)
+        if report.dependants and not cascade:
+            raise UndoConflictError("later sessions built on it", session_id=session_id, dependants=report.dependants)
+        memory = self._users[user_id]
+        taken = {s.session_id for s in report.sessions}
+        restored = {f.fact_id for s in report.sessions for f in s.restored}
+        removed = {f.id for f in memory.facts.values() if f.session_id in taken}
+        gone_messages = {m.id for m in memory.messages.values() if m.session_id in taken}
+        memory.links = [link for link in memory.links if self._writer(memory, link) not in taken
+                        and link.new_fact_id not in removed and link.old_fact_id not in removed]
+        for fact_id in restored:
+            memory.facts[fact_id] = memory.facts[fact_id].model_copy(update={"status": FactStatus.CURRENT,
+                                                                             "valid_to": None})
+        memory.facts = {
+            f.id: f.model_copy(update={"source_message_ids": tuple(m for m in f.source_message_ids
+                                                                   if m not in gone_messages)})
+            for f in memory.facts.values() if f.id not in removed
+        }
+        memory.confirmations = [c for c in memory.confirmations
+                                if c.session_id not in taken and c.fact_id not in removed]
+        memory.messages = {m.id: m for m in memory.messages.values() if m.id not in gone_messages}
+        memory.sessions = {s.id: s for s in memory.sessions.values() if s.id not in taken}
+        if not memory.sessions:
+            del self._users[user_id]
+        return report
+
+    @staticmethod
+    def _writer(memory: _Memory, link: ExportedReplacement) -> str:
+        return memory.facts[link.old_fact_id].session_id if link.overtaken else link.session_id
+
+    def _dependencies(self, memory: _Memory) -> set[UndoDependency]:
+        found: set[UndoDependency] = set()
+
+        def depends(writer: str, fact_id: str, kind: DependencyKind) -> None:
+            fact = memory.facts[fact_id]
+            if fact.session_id != writer:
+                found.add(UndoDependency(session_id=writer, on_session_id=fact.session_id, kind=kind,
+                                         fact_id=fact_id, fact_text=fact.text))
+
+        for confirmation in memory.confirmations:
+            depends(confirmation.session_id, confirmation.fact_id, DependencyKind.CONFIRMED)
+        by_relation = {"supersedes": DependencyKind.RETIRED, "expires": DependencyKind.EXPIRED,
+                       "contradicts": DependencyKind.DISPUTED}
+        for link in memory.links:
+            kind = DependencyKind.OVERTAKEN if link.overtaken else by_relation[link.relation]
+            depends(self._writer(memory, link), link.new_fact_id, kind)
+            depends(self._writer(memory, link), link.old_fact_id, kind)
+        for retirement in memory.links:
+            if retirement.relation != "supersedes" or retirement.stage != "evidence" or retirement.overtaken:
+                continue
+            for dispute in memory.links:
+                if (dispute.relation == "contradicts" and dispute.old_fact_id == retirement.old_fact_id
+                        and dispute.session_id != retirement.session_id):
+                    found.add(UndoDependency(
+                        session_id=retirement.session_id, on_session_id=dispute.session_id,
+                        kind=DependencyKind.EVIDENCE, fact_id=retirement.old_fact_id,
+                        fact_text=memory.facts[retirement.old_fact_id].text,
+                    ))
+        return found
+
+    def _undo_report(self, user_id: str, session_id: str, *, dry_run: bool) -> UndoReport:
+        memory = self._users.get(user_id)
+        if memory is None or session_id not in memory.sessions:
+            raise UnknownSessionError(f"no session {session_id!r}; nothing was changed")
+        dependencies = self._dependencies(memory)
+        taken = {session_id}
+        while True:
+            more = {d.session_id for d in dependencies if d.on_session_id in taken} - taken
+            if not more:
+                break
+            taken |= more
+        order: list[str] = []
+        while len(order) < len(taken):
+            left = taken - set(order)
+            free = [s for s in left if not any(d.on_session_id == s and d.session_id in left for d in dependencies)]
+            order.append(max(free or left, key=lambda s: (memory.sessions[s].date, s)))
+        return UndoReport(
+            user_id=user_id, session_id=session_id, dry_run=dry_run,
+            sessions=tuple(self._session_undo(memory, s, taken) for s in order),
+            dependants=tuple(s for s in order if s != session_id),
+            dependencies=tuple(sorted((d for d in dependencies if d.on_session_id in taken),
+                                      key=lambda d: (d.session_id, d.on_session_id, d.kind, d.fact_id))),
+        )
+
+    def _session_undo(self, memory: _Memory, session_id: str, taken: set[str]) -> SessionUndo:
+        removed = {f.id for f in memory.facts.values() if f.session_id in taken}
+        written = [link for link in memory.links if self._writer(memory, link) == session_id]
+
+        def facts(ids: Collection[str], *, keep_removed: bool = False) -> tuple[UndoneFact, ...]:
+            return tuple(UndoneFact(fact_id=f, text=memory.facts[f].text) for f in sorted(set(ids))
+                         if keep_removed or f not in removed)
+
+        def ended_only_by_taken(fact_id: str) -> bool:
+            return all(self._writer(memory, link) in taken for link in memory.links
+                       if link.old_fact_id == fact_id and link.relation != "contradicts")
+
+        messages = sorted((m for m in memory.messages.values() if m.session_id == session_id), key=lambda m: m.index)
+        return SessionUndo(
+            session_id=session_id, date=memory.sessions[session_id].date,
+            removed=facts([f.id for f in memory.facts.values() if f.session_id == session_id], keep_removed=True),
+            restored=facts([link.old_fact_id for link in written
+                            if link.relation != "contradicts" and ended_only_by_taken(link.old_fact_id)]),
+            withdrawn_confirmations=facts([c.fact_id for c in memory.confirmations if c.session_id == session_id]),
+            withdrawn_disputes=facts([link.old_fact_id for link in written if link.relation == "contradicts"]),
+            message_ids=tuple(m.id for m in messages),
+            messages=tuple(m.text for m in messages if m.text is not None),
+        )
 
     def import_user(self, export: UserExport) -> None:
         require_importable(export)

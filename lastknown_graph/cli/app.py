@@ -26,6 +26,7 @@ from lastknown_graph.cli.commands import (
     run_import,
     run_stats,
     run_timeline,
+    run_undo,
     run_upgrade,
 )
 from lastknown_graph.cli.mcp_server import run_mcp
@@ -58,6 +59,8 @@ exit codes:
   6  unknown user (the user has no memory in this store)
   7  deletion not confirmed; nothing was deleted
   8  a session id already written with other messages; nothing was stored
+  9  undo refused: later sessions built on the session (--dry-run lists them, --cascade undoes them too)
+  10 unknown session: never written, or undone already; nothing was changed
 """
 
 ENVIRONMENT = """\
@@ -186,6 +189,17 @@ lastknown forget-about --user alice "scorpions" --threshold 0.7 --yes
     forget_about.add_argument("--threshold", type=float, default=0.6, help="minimum cosine similarity (default 0.6)")
     forget_about.add_argument("--yes", action="store_true", help="do not ask (required when stdin is not a terminal)")
     forget_about.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
+
+    undo = _command(
+        commands, common, "undo", "undo one session as if never written: what it retired is current again", """
+lastknown undo --user alice s-sep --dry-run     # what it would change, and the later sessions built on it
+lastknown undo --user alice s-sep
+lastknown undo --user alice s-feb --cascade --json
+""", run_undo)
+    undo.add_argument("session", metavar="SESSION", help="the session id to undo")
+    undo.add_argument("--dry-run", action="store_true", help="only say what the undo would change")
+    undo.add_argument("--cascade", action="store_true",
+                      help="also undo the later sessions that built on it, newest first (else they refuse the undo)")
 
     _command(commands, common, "history", "every fact, oldest first, with what replaced it", """
 lastknown history --user alice

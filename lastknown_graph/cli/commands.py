@@ -23,11 +23,13 @@ from lastknown_graph.cli.render import (
     scored_text,
     table_text,
     timeline_text,
+    undo_text,
 )
 from lastknown_graph.cli.runtime import (
     EXIT_ERROR,
     EXIT_NOT_CONFIRMED,
     EXIT_OK,
+    EXIT_UNDO_REFUSED,
     EXIT_USAGE,
     CLIError,
     Runtime,
@@ -38,7 +40,7 @@ from lastknown_graph.cli.runtime import (
 )
 from lastknown_graph.domain.models import EXPORT_FORMAT, Fact, FactStatus, ScoredFact, UserExport
 from lastknown_graph.domain.validation import check_text, normalised_identifier, parse_day
-from lastknown_graph.errors import InvalidInputError, LastknownError, UserExistsError
+from lastknown_graph.errors import InvalidInputError, LastknownError, UndoConflictError, UserExistsError
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS
 from lastknown_graph.render.timeline_html import render_timeline_html
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
@@ -180,6 +182,24 @@ def run_forget_about(args: argparse.Namespace, rt: Runtime) -> int:
             raise CLIError("not confirmed; nothing was deleted", EXIT_NOT_CONFIRMED)
     report = reader.forget([hit.fact.id for hit in matches])
     emit(rt.options, {**base, "dry_run": False, **report.model_dump(mode="json")}, forget_text(report))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- undo
+
+
+def run_undo(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    try:
+        session = normalised_identifier(args.session)
+    except ValueError as exc:
+        raise InvalidInputError(f"session id: {exc}") from exc
+    try:
+        report = rt.reader(user).undo(session, dry_run=args.dry_run, cascade=args.cascade)
+    except UndoConflictError as exc:
+        raise CLIError(f"later sessions built on {session}: {', '.join(exc.dependants)}; nothing was changed "
+                       "(--dry-run says how; --cascade undoes them too, newest first)", EXIT_UNDO_REFUSED) from exc
+    emit(rt.options, {"user": user, **report.model_dump(mode="json")}, undo_text(report))
     return EXIT_OK
 
 

@@ -6,7 +6,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lastknown_graph.domain.models import Fact, HistoryEntry, ScoredFact, TimelineEvent
+from lastknown_graph.domain.models import (
+    DependencyKind,
+    Fact,
+    HistoryEntry,
+    ScoredFact,
+    TimelineEvent,
+    UndoDependency,
+    UndoneFact,
+    UndoReport,
+)
 from lastknown_graph.domain.reports import ForgetReport, WriteReport
 
 ELLIPSIS = "…"
@@ -119,3 +128,39 @@ def table_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], width: int
     out = [line(columns), line(["-" * w for w in widths])]
     out += [line(r) for r in cells] if cells else ["(no rows)"]
     return "\n".join(out)
+
+
+# How a later session built on an earlier one, said of the later session.
+_BUILT_ON = {
+    DependencyKind.CONFIRMED: "confirmed {fact}, added in {earlier}",
+    DependencyKind.RETIRED: "retired {fact}, added in {earlier}",
+    DependencyKind.EXPIRED: "expired {fact}, added in {earlier}",
+    DependencyKind.DISPUTED: "disputed {fact}, added in {earlier}",
+    DependencyKind.OVERTAKEN: "stored a fact as overtaken by {fact}, added in {earlier}",
+    DependencyKind.EVIDENCE: "retired {fact} by evidence that {earlier} recorded",
+}
+_UNDONE_FACTS = (("removed", "removed"), ("restored", "current again"),
+                 ("withdrawn_confirmations", "confirmation withdrawn"), ("withdrawn_disputes", "evidence withdrawn"))
+
+
+def _dependency_line(dependency: UndoDependency) -> str:
+    fact = f"{dependency.fact_text!r} ({dependency.fact_id})"
+    return f"  {dependency.session_id} " + _BUILT_ON[dependency.kind].format(fact=fact,
+                                                                             earlier=dependency.on_session_id)
+
+
+def undo_text(report: UndoReport) -> str:
+    later = f" and {len(report.dependants)} later sessions built on it" if report.dependants else ""
+    head = "dry run, nothing was changed; undoing" if report.dry_run else "undid"
+    lines = [f"{head} {report.session_id}{later}:"]
+    for session in report.sessions:
+        lines.append(f"{session.session_id} ({session.date.isoformat()}), {len(session.message_ids)} messages deleted")
+        for field, label in _UNDONE_FACTS:
+            facts: tuple[UndoneFact, ...] = getattr(session, field)
+            lines += [f"  {label:<22} {fact.text}  ({fact.fact_id})" for fact in facts]
+    if report.dependencies:
+        lines.append("built on it:")
+        lines += [_dependency_line(d) for d in report.dependencies]
+    if report.dry_run and report.dependants:
+        lines.append("undoing it needs --cascade, which undoes the later sessions too, newest first")
+    return "\n".join(lines)

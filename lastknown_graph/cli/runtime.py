@@ -22,6 +22,8 @@ from lastknown_graph.errors import (
     LastknownError,
     SessionConflictError,
     StoreUnavailableError,
+    UndoConflictError,
+    UnknownSessionError,
     UnknownUserError,
 )
 from lastknown_graph.llm import LLM, LLMError, LLMOutputError
@@ -38,6 +40,8 @@ EXIT_MODEL_UNAVAILABLE = 5  # the LLM or the embedder could not be reached, load
 EXIT_UNKNOWN_USER = 6  # the user has no memory in this store
 EXIT_NOT_CONFIRMED = 7  # a deletion was not confirmed; nothing was deleted
 EXIT_SESSION_CONFLICT = 8  # a session id already written with other messages; nothing was stored
+EXIT_UNDO_REFUSED = 9  # later sessions built on the session to undo and --cascade was not given; nothing was changed
+EXIT_UNKNOWN_SESSION = 10  # the user has no such session (never written, or undone already); nothing was changed
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 EXIT_BROKEN_PIPE = 141  # stdout was closed early (| head), as shells report SIGPIPE
 
@@ -64,6 +68,10 @@ def exit_code_for(exc: BaseException) -> int | None:
         return EXIT_UNKNOWN_USER
     if isinstance(exc, SessionConflictError):
         return EXIT_SESSION_CONFLICT
+    if isinstance(exc, UndoConflictError):
+        return EXIT_UNDO_REFUSED
+    if isinstance(exc, UnknownSessionError):
+        return EXIT_UNKNOWN_SESSION
     if isinstance(exc, StoreUnavailableError):
         return EXIT_STORE_UNAVAILABLE
     if isinstance(exc, LLMOutputError):

@@ -395,6 +395,61 @@ class DeletionReport(Frozen):
 
 
 # ---------------------------------------------------------------------------
+# Undoing sessions: the memory as if they had never been written
+
+
+class DependencyKind(StrEnum):
+    """How a later session built on an earlier one, so that undoing the earlier one must undo it too."""
+
+    CONFIRMED = "confirmed"  # said again a fact the earlier session added
+    RETIRED = "retired"  # retired a fact the earlier session added
+    EXPIRED = "expired"  # expired a passing moment the earlier session added
+    DISPUTED = "disputed"  # recorded evidence against a fact the earlier session added
+    OVERTAKEN = "overtaken"  # stored its own fact as already overtaken by a fact the earlier session added
+    EVIDENCE = "evidence"  # retired a fact by accumulated evidence, some of which the earlier session recorded
+
+
+class UndoDependency(Frozen):
+    """``session_id`` built on ``on_session_id`` through the fact ``fact_id``."""
+
+    session_id: SessionId
+    on_session_id: SessionId
+    kind: DependencyKind
+    fact_id: NodeId
+    fact_text: str
+
+
+class UndoneFact(Frozen):
+    fact_id: NodeId
+    text: str
+
+
+class SessionUndo(Frozen):
+    """What undoing one session changes. Facts the same undo removes are listed only under ``removed``."""
+
+    session_id: SessionId
+    date: date
+    removed: tuple[UndoneFact, ...] = ()  # the facts it added: deleted with their edges and embeddings
+    restored: tuple[UndoneFact, ...] = ()  # facts it retired or expired: current again, with no end date
+    withdrawn_confirmations: tuple[UndoneFact, ...] = ()  # facts it said again: that confirmation is gone
+    withdrawn_disputes: tuple[UndoneFact, ...] = ()  # facts it recorded evidence against: that evidence is gone
+    message_ids: tuple[NodeId, ...] = ()  # its messages, deleted with the session
+    # The user's turns in order (forgotten ones left out): what writing the session again needs.
+    messages: tuple[str, ...] = ()
+
+
+class UndoReport(Frozen):
+    """What undoing ``session_id`` changes (``dry_run``: would change; nothing was changed)."""
+
+    user_id: UserId
+    session_id: SessionId
+    dry_run: bool
+    sessions: tuple[SessionUndo, ...]  # in the order undone: later sessions first, ``session_id`` last
+    dependants: tuple[SessionId, ...] = ()  # later sessions that built on it, directly or not, newest first
+    dependencies: tuple[UndoDependency, ...] = ()  # how each of those built on a session this undo takes
+
+
+# ---------------------------------------------------------------------------
 # Export / import: a self-contained JSON document for one user
 
 
@@ -457,6 +512,10 @@ class ExportedReplacement(Frozen):
     at: date
     stage: str | None
     reason: str | None
+    # True for a link written when the old fact's own conversation arrived late and was stored already overtaken
+    # (Overtaken): the link names the replacing fact's session, but the old fact's session wrote it. Undo needs to
+    # know which session wrote a link; exports from before this field read as False.
+    overtaken: bool = False
 
 
 def _cycles(edges: dict[str, list[str]]) -> list[list[str]]:

@@ -47,6 +47,7 @@ from lastknown_graph.domain.models import (
     SourceMessage,
     TimelineEvent,
     TimelineEventKind,
+    UndoReport,
     UserExport,
     WriteOutcome,
 )
@@ -76,6 +77,7 @@ from lastknown_graph.store.records import (
     require_importable,
 )
 from lastknown_graph.store.turns import UserTurns
+from lastknown_graph.store.undo import UndoPlan, UserGraph, plan_undo, user_graph
 from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
 
 FILE_FORMAT = "lastknown_graph.embedded"
@@ -193,10 +195,12 @@ def _add_sources(graph: nx.MultiDiGraph, fact_id: str, message_ids: Sequence[str
 
 def _add_replacement(
     graph: nx.MultiDiGraph, edge: str, new_fact_id: str, old_fact_id: str, *, session_id: str, at: date,
-    stage: str | None, reason: str | None,
+    stage: str | None, reason: str | None, overtaken: bool = False,
 ) -> None:
+    # ``overtaken`` only where true: files stay as they were for every other link.
+    marker = {"overtaken": True} if overtaken else {}
     graph.add_edge(_fact_key(new_fact_id), _fact_key(old_fact_id), key=edge, session_id=session_id, at=at,
-                   stage=stage, reason=reason)
+                   stage=stage, reason=reason, **marker)
 
 
 
@@ -242,6 +246,54 @@ def _decode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
         else:
             decoded[name] = value
     return decoded
+
+
+def _undo_graph(graph: nx.MultiDiGraph, user_id: str) -> UserGraph:
+    """The user's memory as ``store.undo`` plans from it: the maps cypher/undo_user_graph.cypher returns."""
+    user_key = _user_key(user_id)
+    if user_key not in graph:
+        return user_graph([], [])
+    sessions, facts = [], []
+    for _, key, edge_type in graph.out_edges(user_key, keys=True):
+        node = graph.nodes[key]
+        if edge_type == "HAD":
+            messages = [graph.nodes[m] for _, m, t in graph.out_edges(key, keys=True) if t == "CONTAINS"]
+            sessions.append({"id": node["id"], "date": node["date"], "messages": messages})
+        elif edge_type == "KNOWS":
+            out = list(graph.out_edges(key, keys=True, data=True))
+            facts.append({
+                "id": node["id"], "text": node["text"], "session_id": node["session_id"],
+                "confirmed_in": [graph.nodes[target]["id"] for _, target, t, _ in out if t == "CONFIRMED_IN"],
+                "links": [{"relation": _RELATION_OF_EDGE[t], "old_fact_id": graph.nodes[target]["id"],
+                           "session_id": attrs["session_id"], "stage": attrs.get("stage"),
+                           "overtaken": attrs.get("overtaken", False)}
+                          for _, target, t, attrs in out if t in _RELATION_OF_EDGE],
+            })
+    return user_graph(sessions, facts)
+
+
+def _apply_undo(graph: nx.MultiDiGraph, user_id: str, plan: UndoPlan) -> None:
+    """What cypher/undo_sessions.cypher does, then the user's revision (or the user, when nothing is left)."""
+    undone = set(plan.session_ids)
+    fact_keys = [k for _, k, t in graph.out_edges(_user_key(user_id), keys=True) if t == "KNOWS"]
+    for key in fact_keys:
+        for _, target, edge_type, attrs in list(graph.out_edges(key, keys=True, data=True)):
+            if edge_type not in _RELATION_OF_EDGE:
+                continue
+            writer = graph.nodes[target]["session_id"] if attrs.get("overtaken") else attrs["session_id"]
+            if writer in undone:
+                graph.remove_edge(key, target, key=edge_type)
+    for fact_id in plan.restored_fact_ids:
+        graph.nodes[_fact_key(fact_id)].update(status=str(FactStatus.CURRENT), valid_to=None)
+    graph.remove_nodes_from([k for k in fact_keys if graph.nodes[k]["session_id"] in undone])
+    for session_id in undone:
+        session_key = _session_key(user_id, session_id)
+        graph.remove_nodes_from([m for _, m, t in graph.out_edges(session_key, keys=True) if t == "CONTAINS"])
+        graph.remove_node(session_key)
+    if plan.removes_user:
+        graph.remove_node(_user_key(user_id))
+    else:
+        graph.nodes[_user_key(user_id)]["revision"] = _revision(graph, user_id) + 1
 
 
 # Opening the lock file fails so on read-only media; reads then go without a lock.
@@ -487,7 +539,7 @@ class EmbeddedStore:
                 # Like every replacement, the link belongs to the session of the replacing fact.
                 _add_replacement(graph, "SUPERSEDES", late.by_fact_id, late.new_fact_id,
                                  session_id=graph.nodes[_fact_key(late.by_fact_id)]["session_id"], at=late.until,
-                                 stage=late.stage, reason=late.reason)
+                                 stage=late.stage, reason=late.reason, overtaken=True)
         return WriteOutcome(applied=True, already_written=False)
 
     def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
@@ -515,6 +567,22 @@ class EmbeddedStore:
                     if edge_type in ("SUPERSEDES", "CONTRADICTS") and attrs["session_id"] in sessions:
                         attrs["reason"] = REDACTED_REASON
         return DeletionReport(deleted_fact_ids=tuple(deleted), redacted_message_ids=tuple(sorted(redacted)))
+
+    def plan_undo(self, user_id: str, session_id: str) -> UndoReport:
+        check_identifier(user_id)
+        check_identifier(session_id)
+        with self._locked(exclusive=False):
+            return plan_undo(_undo_graph(self._graph, user_id), user_id, session_id, dry_run=True).report
+
+    def undo_session(self, user_id: str, session_id: str, *, cascade: bool = False) -> UndoReport:
+        check_identifier(user_id)
+        check_identifier(session_id)
+        self._histories.drop(user_id)
+        with self._writing() as graph:
+            plan = plan_undo(_undo_graph(graph, user_id), user_id, session_id, dry_run=False)
+            plan.refuse_unless(cascade)
+            _apply_undo(graph, user_id, plan)
+        return plan.report
 
     def delete_user(self, user_id: str) -> bool:
         check_identifier(user_id)
@@ -555,7 +623,8 @@ class EmbeddedStore:
                 )
             for link in export.replacements:
                 _add_replacement(graph, _EDGE_OF_RELATION[link.relation], link.new_fact_id, link.old_fact_id,
-                                 session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason)
+                                 session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason,
+                                 overtaken=link.overtaken)
 
     # ------------------------------------------------------------------ reads
 
@@ -804,7 +873,7 @@ class EmbeddedStore:
                             relation=_RELATION_OF_EDGE[t],
                             new_fact_id=f["id"], old_fact_id=graph.nodes[target]["id"],
                             session_id=attrs["session_id"], at=attrs["at"], stage=attrs.get("stage"),
-                            reason=attrs.get("reason"),
+                            reason=attrs.get("reason"), overtaken=attrs.get("overtaken", False),
                         ))
                 facts.append(ExportedFact(
                     id=f["id"], text=f["text"], topic=f["topic"], domain=f["domain"], inferred=f["inferred"],

@@ -23,6 +23,7 @@ from lastknown_graph.domain.models import (
     SessionWrite,
     SourceMessage,
     TimelineEvent,
+    UndoReport,
     UserExport,
     WriteOutcome,
 )
@@ -122,6 +123,22 @@ class Store(Protocol):
 
         Facts that a deleted fact had superseded stay retired. Messages keep their id
         (so other facts keep their provenance) but lose their text.
+        """
+
+    def plan_undo(self, user_id: str, session_id: str) -> UndoReport:
+        """What ``undo_session(user_id, session_id, cascade=True)`` would change now (``dry_run`` set); changes nothing.
+
+        Raises UnknownSessionError when the user has no such session (never written, or undone already).
+        """
+
+    def undo_session(self, user_id: str, session_id: str, *, cascade: bool = False) -> UndoReport:
+        """Undo a session as if it had never been written, in one transaction (docs/graph-model.md, "Undo").
+
+        Deletes the facts it added (with every edge and embedding), its messages and the session, withdraws its
+        confirmations and disputes, and makes the facts it retired or expired current again. Later sessions that
+        built on it (``UndoReport.dependants``) make it an UndoConflictError, changing nothing, unless ``cascade``:
+        then they are undone too, newest first. A user left without sessions is deleted (as if never written);
+        otherwise the user's revision is bumped, like any write. Raises UnknownSessionError as ``plan_undo`` does.
         """
 
     def delete_user(self, user_id: str) -> bool:

@@ -83,6 +83,19 @@ def test_forgetting_through_the_same_store_object_removes_the_fact_at_once(twin_
     assert texts(store, user) == {"Likes tea"}
 
 
+def test_an_undo_through_another_store_object_is_seen_by_the_next_read(twin_stores: tuple[Store, Store]) -> None:
+    reader, writer = twin_stores
+    user = new_user()
+    [lyon] = write_session(writer, user, "s1", date(2024, 1, 1), ("Lives in Lyon", 1))
+    later = SessionBuilder(user, "s2", date(2024, 2, 1))
+    later.retire(lyon, later.fact("Lives in Porto", "topic-1", vec(2)))
+    writer.apply(later.build())
+    assert [f.text for f in reader.current_facts(user)] == ["Lives in Porto"]  # now cached in the reader
+    writer.undo_session(user, "s2")
+    assert texts(reader, user) == {"Lives in Lyon"}
+    assert [(f.text, f.status) for f in reader.current_facts(user)] == [("Lives in Lyon", FactStatus.CURRENT)]
+
+
 def test_a_user_deleted_and_created_again_at_the_same_revision_is_not_served_the_old_history(
     twin_stores: tuple[Store, Store],
 ) -> None:

@@ -369,10 +369,15 @@ def test_a_late_conversation_stores_a_fact_a_later_one_already_overtook_as_retir
     retired = [e for e in store.timeline(user) if e.kind is TimelineEventKind.RETIRED and e.fact_id == denver]
     assert [(e.at, e.cause_fact_id) for e in retired] == [(date(2024, 9, 3), ids["desert"])]
     exported = store.export_user(user)
-    assert any(r.old_fact_id == denver and r.at == date(2024, 9, 3) for r in exported.replacements)
+    [link] = [r for r in exported.replacements if r.old_fact_id == denver]
+    assert (link.at, link.session_id, link.overtaken) == (date(2024, 9, 3), "s-sep", True)
+    assert not any(r.overtaken for r in exported.replacements if r.old_fact_id != denver)
     elsewhere = EmbeddedStore(None)
     elsewhere.import_user(exported)
     assert elsewhere.export_user(user).canonical() == exported.canonical()
+    store.delete_user(user)
+    store.import_user(elsewhere.export_user(user))
+    assert store.export_user(user).canonical() == exported.canonical()
 
 
 def test_a_fact_overtaken_by_one_no_longer_current_writes_nothing(store: Store) -> None:

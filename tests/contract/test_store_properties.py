@@ -2,8 +2,9 @@
 
 A hypothesis state machine drives three users at once through random sessions (new facts from a
 small vocabulary; confirmations, retirements, expiries and disputes of existing ids, including ids
-that are no longer current, were forgotten, belong to another user or never existed), re-applied
-sessions, forgetting, deleting users and export/import round trips. Each step runs on a real store
+that are no longer current, were forgotten, belong to another user or never existed; new facts stored
+overtaken by later-dated current facts), re-applied sessions, forgetting, undoing sessions (dry runs,
+refusals, cascades), deleting users and export/import round trips. Each step runs on a real store
 (the embedded one on a file, and the real Neo4j) and on tests/reference_store.ReferenceStore, the
 plain model of the contract; the outcome of every step (its result or its error class) must be the
 same. After every step each user's current state and history must match the model; after every write
@@ -57,6 +58,7 @@ from lastknown_graph.domain.models import (
     HistoryEntry,
     MessageRecord,
     NewFact,
+    Overtaken,
     ReplacementLink,
     Retirement,
     ScoredFact,
@@ -64,6 +66,7 @@ from lastknown_graph.domain.models import (
     SessionWrite,
     TimelineEvent,
     TimelineEventKind,
+    UndoReport,
     UserExport,
 )
 from lastknown_graph.errors import LastknownError
@@ -165,6 +168,8 @@ class Contract(Protocol):
     def delete_user(self, user_id: str) -> bool: ...
     def export_user(self, user_id: str) -> UserExport: ...
     def import_user(self, export: UserExport) -> None: ...
+    def plan_undo(self, user_id: str, session_id: str) -> UndoReport: ...
+    def undo_session(self, user_id: str, session_id: str, *, cascade: bool = False) -> UndoReport: ...
 
 
 def deleted_and_redacted(report: DeletionReport) -> tuple[frozenset[str], frozenset[str]]:
@@ -310,6 +315,7 @@ class StoreAgainstReference(RuleBasedStateMachine):
     # ------------------------------------------------------------------ drawing a session
 
     def draw_session(self, data: st.DataObject, user: str, shape: SessionShape) -> SessionWrite:
+        day = FIRST_DAY + timedelta(days=data.draw(st.integers(0, 60), label="day"))
         messages: list[MessageRecord] = []
 
         def say(text: str) -> str:
@@ -366,6 +372,8 @@ class StoreAgainstReference(RuleBasedStateMachine):
                 else:
                     heard = ()
                 confirmations.append(Confirmation(fact_id=old, source_message_ids=heard))
+        disputing = {d.new_fact_id for d in disputes}
+        overtaken = self.draw_overtaken(data, user, day, [i for i in new_ids if i not in disputing], set(touched))
         self.fact_ids += new_ids  # only now: a session cannot touch its own new facts (SessionWrite refuses it)
         if not messages:
             say("(nothing worth remembering)")
@@ -377,7 +385,7 @@ class StoreAgainstReference(RuleBasedStateMachine):
             user_id=user,
             session=SessionRecord(
                 id=data.draw(st.sampled_from(session_ids), label="session id"),
-                date=FIRST_DAY + timedelta(days=data.draw(st.integers(0, 60), label="day")),
+                date=day,
                 checks=tuple(CheckCount(domain=d, checks=data.draw(st.integers(0, 3)),
                                         flagged=data.draw(st.integers(0, 3))) for d in checked),
             ),
@@ -388,7 +396,23 @@ class StoreAgainstReference(RuleBasedStateMachine):
             retirements=tuple(retirements),
             expiries=tuple(expiries),
             disputes=tuple(disputes),
+            overtaken=tuple(overtaken),
         )
+
+    def draw_overtaken(self, data: st.DataObject, user: str, day: date, new_ids: list[str],
+                       touched: set[str]) -> list[Overtaken]:
+        """A conversation arriving late: some new facts (disputing ones cannot be) already overtaken by current
+        facts stated after its day that the session does not touch otherwise."""
+        later = [f for f in self.reference.current_facts(user) if f.valid_from > day and f.id not in touched]
+        overtaken = []
+        for new_id in new_ids:
+            if not later or not data.draw(st.booleans(), label=f"{new_id} overtaken"):
+                continue
+            by = data.draw(st.sampled_from(later), label="overtaken by")
+            overtaken.append(Overtaken(new_fact_id=new_id, by_fact_id=by.id, until=by.valid_from,
+                                       stage=data.draw(st.sampled_from(STAGES)),
+                                       reason=data.draw(st.sampled_from(REASONS))))
+        return overtaken
 
     # ------------------------------------------------------------------ writes
 
@@ -442,6 +466,21 @@ class StoreAgainstReference(RuleBasedStateMachine):
         most = 1 if chosen.startswith("facts of") else 3
         ids = data.draw(st.lists(st.sampled_from(pools[chosen]), max_size=most), label="fact ids")
         self.on_both(lambda store: deleted_and_redacted(store.delete_facts(user, ids)))
+        self.compare_export(user)
+
+    @rule(data=st.data())
+    def undo_a_session(self, data: st.DataObject) -> None:
+        """A dry run, an undo, or an undo with cascade, of a session of any fate (written, undone, never written);
+        earlier writes re-applied afterwards (the rule above) write undone sessions again."""
+        user = data.draw(st.sampled_from(self.users), label="user")
+        written = [s for s in SESSION_IDS if self.reference.session_exists(user, s)]
+        pool = written if written and data.draw(st.integers(0, 3), label="a written one") else SESSION_IDS
+        session_id = data.draw(st.sampled_from(pool), label="session to undo")
+        how = data.draw(st.sampled_from(("dry run", "undo", "undo with cascade")), label="how")
+        if how == "dry run":
+            self.on_both(lambda store: store.plan_undo(user, session_id))
+        else:
+            self.on_both(lambda store: store.undo_session(user, session_id, cascade=how == "undo with cascade"))
         self.compare_export(user)
 
     @rule(data=st.data())

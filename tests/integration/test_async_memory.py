@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from lastknown_graph import AsyncMemory, InvalidInputError, Memory
+from lastknown_graph import AsyncMemory, InvalidInputError, Memory, UnknownSessionError
 from lastknown_graph.domain.models import FactStatus
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.store import Store
@@ -129,6 +129,12 @@ def test_reads_answers_and_errors_are_the_synchronous_ones(store: Store, embedde
         assert await memory.timeline() == synchronous.timeline()
         with pytest.raises(InvalidInputError, match="no user message"):
             await memory.write([], date="2024-07-01", session="s3")
+        await memory.write(["I live in Lisbon now."], date="2024-09-01", session="s3")
+        assert (await memory.undo("s2", dry_run=True)).dependants == ("s3",)
+        undone = await memory.undo("s3")
+        assert [f.text for f in undone.sessions[0].restored] == ["Lives in Porto"]
+        with pytest.raises(UnknownSessionError):
+            await memory.undo("s3")
         forgotten = await memory.forget_about("Lives in Porto", threshold=0.9)
         assert forgotten.forgotten == ("Lives in Porto",)
 

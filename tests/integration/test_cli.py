@@ -161,7 +161,7 @@ def history_texts(env: dict[str, str], store: str, user: str) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------- help
 
 
-COMMANDS = ["write", "context", "ask", "find", "forget", "forget-about", "history", "timeline", "as-of",
+COMMANDS = ["write", "context", "ask", "find", "forget", "forget-about", "undo", "history", "timeline", "as-of",
             "export", "import", "audit", "stats", "upgrade", "mcp", "neo4j"]
 
 
@@ -464,6 +464,75 @@ def test_forget_about_dry_run_lists_and_yes_deletes(
     assert done["forgotten"] == ["Lives in Portland"]
     texts = history_texts(model_env, store, user)
     assert "Lives in Portland" not in texts and texts["Lives in a hot desert region"] == "current"
+
+
+# ---------------------------------------------------------------------------------------------- undo
+
+
+def memory_of(env: dict[str, str], store: str, user: str) -> dict[str, Any]:
+    """The user's export without the moment it was taken."""
+    document: dict[str, Any] = ok(run(env, "export", "--store", store, "--user", user)).json()
+    document.pop("exported_at")
+    return document
+
+
+def test_undo_dry_run_lists_what_built_on_it_and_without_cascade_changes_nothing(
+    no_model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    before = memory_of(no_model_env, store, user)
+    dry = ok(run(no_model_env, "undo", "s-feb", "--dry-run", "--store", store, "--user", user, "--json")).json()
+    assert (dry["dry_run"], dry["dependants"]) == (True, ["s-sep"])
+    assert [s["session_id"] for s in dry["sessions"]] == ["s-sep", "s-feb"]
+    assert {(d["session_id"], d["kind"], d["fact_text"]) for d in dry["dependencies"]} == {
+        ("s-sep", "retired", "Lives in Portland"), ("s-sep", "expired", "Is on the train to work")}
+    text = ok(run(no_model_env, "undo", "s-feb", "--dry-run", "--store", store, "--user", user)).out
+    assert "s-sep retired 'Lives in Portland'" in text and "needs --cascade" in text
+
+    refused = run(no_model_env, "undo", "s-feb", "--store", store, "--user", user, "--json")
+    assert (refused.code, refused.out) == (9, "")
+    assert "s-sep" in refused.err and "--cascade" in refused.err and refused.err.count("\n") == 1
+    assert memory_of(no_model_env, store, user) == before
+
+
+def test_undo_restores_what_the_session_retired_and_the_session_can_be_written_again(
+    model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    before = history_texts(model_env, store, user)
+    undone = ok(run(model_env, "undo", "s-sep", "--store", store, "--user", user, "--json")).json()
+    [session] = undone["sessions"]
+    assert {f["text"] for f in session["restored"]} == {"Lives in Portland", "Is on the train to work"}
+    assert session["messages"] == SEP
+    texts = history_texts(model_env, store, user)
+    assert texts["Lives in Portland"] == "current" and "Lives in a hot desert region" not in texts
+
+    ok(run(model_env, "write", "--store", store, "--user", user, "--date", "2024-09-03", "--session", "s-sep",
+           *session["messages"]))
+    assert history_texts(model_env, store, user) == before
+
+
+def test_undo_with_cascade_of_the_first_session_leaves_no_memory(
+    no_model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    text = ok(run(no_model_env, "undo", "s-feb", "--cascade", "--store", store, "--user", user)).out
+    assert text.splitlines()[0] == "undid s-feb and 1 later sessions built on it:"
+    assert run(no_model_env, "history", "--store", store, "--user", user).code == 6
+
+
+def test_undo_of_an_unknown_or_undone_session_exits_10_and_bad_ids_exit_3(
+    no_model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    ok(run(no_model_env, "undo", "s-sep", "--store", store, "--user", user))
+    before = memory_of(no_model_env, store, user)
+    for session in ("s-sep", "s-never"):
+        result = run(no_model_env, "undo", session, "--store", store, "--user", user, "--json")
+        assert (result.code, result.out) == (10, ""), result.err
+        assert "undone already" in result.err
+    assert run(no_model_env, "undo", "bad\nid", "--store", store, "--user", user).code == 3
+    assert memory_of(no_model_env, store, user) == before
 
 
 # ---------------------------------------------------------------------------------------------- errors

@@ -44,13 +44,20 @@ def run_against_the_scripted_server(example: str, tmp_path: Path, monkeypatch: p
     return printed.getvalue()
 
 
-def test_readme_has_the_agent_the_asyncio_and_the_langgraph_examples() -> None:
+def block_with(marker: str) -> str:
+    """The one README python block that contains ``marker``."""
+    [block] = [b for b in python_blocks() if marker in b]
+    return block
+
+
+def test_readme_has_the_agent_undo_asyncio_and_langgraph_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 3 and "AsyncMemory" in blocks[1] and "MemoryNodes" in blocks[2]
+    assert len(blocks) == 4
+    assert [block_with(m) for m in ("memory.save(", "memory.undo(", "AsyncMemory", "MemoryNodes")] == blocks
 
 
 def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    output = run_against_the_scripted_server(python_blocks()[0], tmp_path, monkeypatch)
+    output = run_against_the_scripted_server(block_with("memory.save("), tmp_path, monkeypatch)
     assert "retired: Lives in Portland -> Lives in a hot desert region" in output
     assert "No longer true (kept for history):" in output
     assert "Lives in Portland" in output.split("No longer true")[1]
@@ -59,10 +66,24 @@ def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: p
     assert output.splitlines()[-1].startswith("True ")  # the reader sees the same memory, without a model
 
 
+def test_readme_undo_example_revives_portland_and_writes_the_session_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    output = run_against_the_scripted_server(block_with("memory.undo("), tmp_path, monkeypatch).splitlines()
+    assert output[0].startswith("would restore: [") and "'Lives in Portland'" in output[0]
+    assert output[1:3] == ["refused, built on it: ('s-2',)", "['Lives in Portland']"]
+    from lastknown_graph import EmbeddedStore, MemoryReader
+
+    reader = MemoryReader(EmbeddedStore(tmp_path / "memory.json"), "bob")
+    assert [f.text for f in reader.current() if f.topic == "location"] == ["Lives in a hot desert region"]
+    assert [link.session_id for e in reader.history() for link in e.replaced_by if e.fact.text == "Lives in Portland"
+            ] == ["s-2"]
+
+
 def test_readme_asyncio_example_writes_in_order_and_retires_portland(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    output = run_against_the_scripted_server(python_blocks()[1], tmp_path, monkeypatch)
+    output = run_against_the_scripted_server(block_with("AsyncMemory"), tmp_path, monkeypatch)
     now, past = output.split("No longer true (kept for history):")
     assert "Lives in a hot desert region" in now and "Lives in Portland" in past
 
@@ -80,7 +101,7 @@ def test_readme_langgraph_example_gives_the_agents_model_the_memory_and_a_premis
                                    callbacks=[inputs])
     with scripted_endpoint(tmp_path, monkeypatch):
         namespace: dict[str, Any] = {}
-        exec(compile(python_blocks()[2], str(README), "exec"), namespace)
+        exec(compile(block_with("MemoryNodes"), str(README), "exec"), namespace)
         agent, chat, writer = namespace["build_agent"](replies), namespace["chat"], namespace["nodes"].writer
         try:
             assert chat(agent, FEBRUARY[0], thread="february") == "(scripted) one"

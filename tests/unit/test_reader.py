@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from lastknown_graph import EmbeddedStore, InvalidInputError, Memory, MemoryReader, SchemaMismatchError
+from lastknown_graph import (
+    EmbeddedStore,
+    InvalidInputError,
+    Memory,
+    MemoryReader,
+    SchemaMismatchError,
+    UndoConflictError,
+    UnknownSessionError,
+)
 from lastknown_graph.testing import HashedEmbedder, ScriptedModel
 from tests.scripted_moves import moving_to_porto
 
@@ -107,3 +115,35 @@ def test_an_embedder_giving_vectors_unusable_in_float32_fails_typed_and_stores_n
         Memory(ScriptedModel(answer), Vanishing(), "ada", store).write(["I live in Lyon."], date="2024-01-10",
                                                                        session="s1")
     assert store.list_users() == []
+
+
+def test_undo_through_memory_revives_lyon_and_the_session_is_written_again_by_the_pipeline(
+    written: EmbeddedStore,
+) -> None:
+    memory = Memory(ScriptedModel(answer), HashedEmbedder(), "ada", written)
+    before = memory.export().model_dump(exclude={"exported_at"})
+    with pytest.raises(UndoConflictError) as refused:
+        memory.undo("s1")
+    assert refused.value.dependants == ("s2",)
+    assert memory.undo("s1", dry_run=True, cascade=True).dependants == ("s2",)  # a dry run never refuses
+
+    report = memory.undo("s2")
+    assert [f.text for f in memory.current()] == ["Lives in Lyon"]
+    [undone] = report.sessions
+    again = memory.write(list(undone.messages), date=undone.date, session="s2")
+    assert [(r.old_text, r.new_text) for r in again.retired] == [("Lives in Lyon", "Lives in Porto")]
+    after = memory.export().model_dump(exclude={"exported_at"})
+    # The same conversation written again: new fact ids and a new write time, otherwise the same memory.
+    assert len(after["facts"]) == len(before["facts"]) and after["sessions"] == before["sessions"]
+    with pytest.raises(UnknownSessionError):
+        MemoryReader(written, "ada").undo("s-never")
+
+
+def test_undo_refuses_bad_arguments_before_touching_the_store(written: EmbeddedStore) -> None:
+    reader = MemoryReader(written, "ada")
+    before = reader.export().model_dump(exclude={"exported_at"})
+    for bad in ({"session_id": " s2"}, {"session_id": 7}, {"session_id": "s2", "dry_run": "yes"},
+                {"session_id": "s2", "cascade": 1}):
+        with pytest.raises(InvalidInputError):
+            reader.undo(**bad)  # type: ignore[arg-type]
+    assert reader.export().model_dump(exclude={"exported_at"}) == before

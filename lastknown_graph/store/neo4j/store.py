@@ -36,6 +36,7 @@ from lastknown_graph.domain.models import (
     SessionWrite,
     SourceMessage,
     TimelineEvent,
+    UndoReport,
     UserExport,
     WriteOutcome,
 )
@@ -44,6 +45,7 @@ from lastknown_graph.errors import (
     SchemaMismatchError,
     StaleStateError,
     StoreError,
+    UnknownSessionError,
     UnknownUserError,
     UserExistsError,
 )
@@ -68,6 +70,7 @@ from lastknown_graph.store.records import (
     to_moment,
 )
 from lastknown_graph.store.turns import UserTurns
+from lastknown_graph.store.undo import UserGraph, plan_undo, user_graph
 from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
 
 SCHEMA_VERSION = 1
@@ -304,6 +307,36 @@ class Neo4jStore:
             deleted_fact_ids=tuple(sorted(rows[0]["deleted"])),
             redacted_message_ids=tuple(sorted(rows[0]["redacted"])),
         )
+
+    def _undo_graph(self, tx: ManagedTransaction, user_id: str) -> UserGraph:
+        rows = self._run(tx, "undo_user_graph", user_id=user_id)
+        return user_graph(rows[0]["sessions"], rows[0]["facts"]) if rows else user_graph([], [])
+
+    def plan_undo(self, user_id: str, session_id: str) -> UndoReport:
+        check_identifier(user_id)
+        check_identifier(session_id)
+        graph = self._read("plan an undo", lambda tx: self._undo_graph(tx, user_id))
+        return plan_undo(graph, user_id, session_id, dry_run=True).report
+
+    def undo_session(self, user_id: str, session_id: str, *, cascade: bool = False) -> UndoReport:
+        check_identifier(user_id)
+        check_identifier(session_id)
+
+        def work(tx: ManagedTransaction) -> UndoReport:
+            if not self._run(tx, "lock_user", user_id=user_id):  # then read what no other write can change now
+                raise UnknownSessionError(f"user {user_id!r} has no session {session_id!r} (never written, or "
+                                          "undone already); nothing was changed")
+            plan = plan_undo(self._undo_graph(tx, user_id), user_id, session_id, dry_run=False)
+            plan.refuse_unless(cascade)
+            self._run(tx, "undo_sessions", user_id=user_id, session_ids=list(plan.session_ids),
+                      restored_fact_ids=list(plan.restored_fact_ids))
+            self._run(tx, "delete_user" if plan.removes_user else "bump_user_revision", user_id=user_id)
+            return plan.report
+
+        try:
+            return self._write(f"undo session {session_id!r}", work)
+        finally:
+            self._histories.drop(user_id)
 
     def delete_user(self, user_id: str) -> bool:
         check_identifier(user_id)

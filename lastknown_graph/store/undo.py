@@ -1,0 +1,268 @@
+"""Planning an undo, shared by both stores: which sessions it takes along and what undoing each one changes.
+
+A store reads one user's memory without embeddings, as the maps ``user_graph`` takes (the row of
+``cypher/undo_user_graph.cypher``; the embedded store builds the same maps from its graph), and ``plan_undo``
+decides from it, so both stores undo alike. Each store then applies the plan in one transaction.
+
+What a session changed is what it wrote:
+- the facts whose ``session_id`` it is, and its messages;
+- the CONFIRMED_IN edges into its session node (with the FROM edges to its messages);
+- the replacement links it wrote: the links naming it as ``session_id``, except overtaken links, which name the
+  replacing fact's session but were written by the late session of the fact they retire.
+
+Undoing it deletes all of that; a fact it retired or expired becomes current again, with no end date, which is how
+every retired or expired fact was before (a write only retires or expires current facts). A later session *built on*
+it when one of the later session's own writes involves a fact it added (``dependencies``): undoing it then needs
+the later session undone too, first.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from lastknown_graph.domain.models import (
+    DependencyKind,
+    SessionUndo,
+    UndoDependency,
+    UndoneFact,
+    UndoReport,
+)
+from lastknown_graph.domain.stages import Stage
+from lastknown_graph.errors import UndoConflictError, UnknownSessionError
+from lastknown_graph.store.records import to_day
+
+_KIND_OF_RELATION = {
+    "supersedes": DependencyKind.RETIRED,
+    "expires": DependencyKind.EXPIRED,
+    "contradicts": DependencyKind.DISPUTED,
+}
+# The links that end the old fact; a dispute leaves it as it was.
+_ENDING_RELATIONS = frozenset({"supersedes", "expires"})
+
+
+@dataclass(frozen=True)
+class GraphMessage:
+    id: str
+    index: int
+    text: str | None  # None once forgotten
+
+
+@dataclass(frozen=True)
+class GraphSession:
+    id: str
+    day: date
+    messages: tuple[GraphMessage, ...]
+
+
+@dataclass(frozen=True)
+class GraphFact:
+    id: str
+    text: str
+    session_id: str
+    confirmed_in: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GraphLink:
+    relation: str  # supersedes, expires or contradicts
+    new_fact_id: str
+    old_fact_id: str
+    session_id: str
+    stage: str | None
+    overtaken: bool
+
+
+@dataclass(frozen=True)
+class UserGraph:
+    """One user's sessions, facts, confirmations and replacement links: what an undo is planned from."""
+
+    sessions: Mapping[str, GraphSession]
+    facts: Mapping[str, GraphFact]
+    links: tuple[GraphLink, ...]
+
+    def writer(self, link: GraphLink) -> str:
+        """The session whose write made the link."""
+        return self.facts[link.old_fact_id].session_id if link.overtaken else link.session_id
+
+
+def user_graph(session_maps: Iterable[Mapping[str, Any]], fact_maps: Iterable[Mapping[str, Any]]) -> UserGraph:
+    """A UserGraph from plain maps: sessions ``{id, date, messages: [{id, index, text}]}`` and facts
+    ``{id, text, session_id, confirmed_in: [session ids], links: [{relation, old_fact_id, session_id, stage,
+    overtaken}]}`` (the replacement links out of the fact)."""
+    sessions = {
+        s["id"]: GraphSession(
+            id=s["id"], day=_day(s["date"]),
+            messages=tuple(sorted((GraphMessage(id=m["id"], index=m["index"], text=m["text"]) for m in s["messages"]),
+                                  key=lambda m: m.index)),
+        )
+        for s in session_maps
+    }
+    facts: dict[str, GraphFact] = {}
+    links: list[GraphLink] = []
+    for f in fact_maps:
+        facts[f["id"]] = GraphFact(id=f["id"], text=f["text"], session_id=f["session_id"],
+                                   confirmed_in=tuple(f["confirmed_in"]))
+        links += [GraphLink(relation=x["relation"], new_fact_id=f["id"], old_fact_id=x["old_fact_id"],
+                            session_id=x["session_id"], stage=x["stage"], overtaken=bool(x["overtaken"]))
+                  for x in f["links"]]
+    return UserGraph(sessions=sessions, facts=facts, links=tuple(links))
+
+
+def _day(value: Any) -> date:
+    day = to_day(value)
+    assert day is not None, "a session always has a date"
+    return day
+
+
+@dataclass(frozen=True)
+class UndoPlan:
+    """What the store does: delete ``session_ids`` (everything they wrote) and make ``restored_fact_ids`` current."""
+
+    report: UndoReport
+    session_ids: tuple[str, ...]
+    restored_fact_ids: tuple[str, ...]
+    removes_user: bool  # no session would be left: the user goes too, as if never written
+
+    def refuse_unless(self, cascade: bool) -> None:
+        """Raise UndoConflictError when later sessions built on the session and ``cascade`` does not take them."""
+        report = self.report
+        if report.dependants and not cascade:
+            raise UndoConflictError(
+                f"later sessions of user {report.user_id!r} built on session {report.session_id!r}: "
+                f"{', '.join(report.dependants)}; nothing was changed (a dry run says how; cascade=True undoes "
+                "them too, newest first)",
+                session_id=report.session_id, dependants=report.dependants,
+            )
+
+
+def plan_undo(graph: UserGraph, user_id: str, session_id: str, *, dry_run: bool) -> UndoPlan:
+    """Undo ``session_id`` and every later session that built on it. Raises UnknownSessionError."""
+    if session_id not in graph.sessions:
+        raise UnknownSessionError(f"user {user_id!r} has no session {session_id!r} (never written, or undone "
+                                  "already); nothing was changed")
+    found = dependencies(graph)
+    taken = sessions_built_on(session_id, found)
+    order = undo_order(graph, taken, found)
+    sessions = tuple(session_undo(graph, s, taken) for s in order)
+    report = UndoReport(
+        user_id=user_id, session_id=session_id, dry_run=dry_run, sessions=sessions,
+        dependants=tuple(s for s in order if s != session_id),
+        dependencies=tuple(sorted((d for d in found if d.on_session_id in taken), key=_dependency_order)),
+    )
+    return UndoPlan(
+        report=report, session_ids=tuple(order),
+        restored_fact_ids=tuple(sorted({f.fact_id for s in sessions for f in s.restored})),
+        removes_user=taken == set(graph.sessions),
+    )
+
+
+def _dependency_order(d: UndoDependency) -> tuple[str, str, str, str]:
+    return d.session_id, d.on_session_id, d.kind, d.fact_id
+
+
+def dependencies(graph: UserGraph) -> set[UndoDependency]:
+    """Every way a session's writes involve a fact another session added (that session was written first: the fact
+    had to exist), and every retirement decided from evidence another session recorded."""
+    found: set[UndoDependency] = set()
+
+    def involves(later: str, fact_id: str, kind: DependencyKind) -> None:
+        fact = graph.facts[fact_id]
+        if fact.session_id != later:
+            found.add(UndoDependency(session_id=later, on_session_id=fact.session_id, kind=kind, fact_id=fact.id,
+                                     fact_text=fact.text))
+
+    for fact in graph.facts.values():
+        for session_id in fact.confirmed_in:
+            involves(session_id, fact.id, DependencyKind.CONFIRMED)
+    for link in graph.links:
+        kind = DependencyKind.OVERTAKEN if link.overtaken else _KIND_OF_RELATION[link.relation]
+        writer = graph.writer(link)
+        involves(writer, link.new_fact_id, kind)
+        involves(writer, link.old_fact_id, kind)
+    found |= _evidence_dependencies(graph)
+    return found
+
+
+def _evidence_dependencies(graph: UserGraph) -> set[UndoDependency]:
+    """A retirement by accumulated evidence counted the disputes recorded against the fact: without one of them the
+    fact would have been disputed again, not retired (the disputes came first: a retired fact takes no more)."""
+    disputed_in: defaultdict[str, set[str]] = defaultdict(set)
+    for link in graph.links:
+        if link.relation == "contradicts":
+            disputed_in[link.old_fact_id].add(link.session_id)
+    found = set()
+    for link in graph.links:
+        if link.relation != "supersedes" or link.stage != Stage.EVIDENCE or link.overtaken:
+            continue
+        fact = graph.facts[link.old_fact_id]
+        found |= {UndoDependency(session_id=link.session_id, on_session_id=earlier, kind=DependencyKind.EVIDENCE,
+                                 fact_id=fact.id, fact_text=fact.text)
+                  for earlier in disputed_in[fact.id] if earlier != link.session_id}
+    return found
+
+
+def sessions_built_on(session_id: str, found: Iterable[UndoDependency]) -> set[str]:
+    """The session and every session that built on it, directly or through others."""
+    built_on: defaultdict[str, set[str]] = defaultdict(set)
+    for d in found:
+        built_on[d.on_session_id].add(d.session_id)
+    taken, waiting = {session_id}, [session_id]
+    while waiting:
+        for later in built_on[waiting.pop()] - taken:
+            taken.add(later)
+            waiting.append(later)
+    return taken
+
+
+def undo_order(graph: UserGraph, taken: set[str], found: Iterable[UndoDependency]) -> list[str]:
+    """Each session after every session that built on it. The order of writes is not stored; the dependencies fix it
+    where it matters, and among sessions free to go the newest by date (then id) goes first."""
+    waiting_for: defaultdict[str, set[str]] = defaultdict(set)
+    for d in found:
+        if d.session_id in taken and d.on_session_id in taken:
+            waiting_for[d.on_session_id].add(d.session_id)
+    order: list[str] = []
+    left = set(taken)
+    while left:
+        # Only a crafted import can make sessions build on each other in a cycle; then the newest goes first.
+        free = [s for s in left if not waiting_for[s] & left] or list(left)
+        chosen = max(free, key=lambda s: (graph.sessions[s].day, s))
+        order.append(chosen)
+        left.remove(chosen)
+    return order
+
+
+def session_undo(graph: UserGraph, session_id: str, taken: set[str]) -> SessionUndo:
+    """What undoing ``session_id`` changes, when the sessions ``taken`` are undone with it."""
+    removed = {f.id for f in graph.facts.values() if f.session_id in taken}
+    written = [link for link in graph.links if graph.writer(link) == session_id]
+    restored = [link.old_fact_id for link in written
+                if link.relation in _ENDING_RELATIONS and _ended_only_by(graph, link.old_fact_id, taken)]
+    session = graph.sessions[session_id]
+
+    def kept(fact_ids: Iterable[str]) -> tuple[UndoneFact, ...]:
+        return _undone(graph, (f for f in fact_ids if f not in removed))
+
+    return SessionUndo(
+        session_id=session_id, date=session.day,
+        removed=_undone(graph, (f.id for f in graph.facts.values() if f.session_id == session_id)),
+        restored=kept(restored),
+        withdrawn_confirmations=kept(f.id for f in graph.facts.values() if session_id in f.confirmed_in),
+        withdrawn_disputes=kept(link.old_fact_id for link in written if link.relation == "contradicts"),
+        message_ids=tuple(m.id for m in session.messages),
+        messages=tuple(m.text for m in session.messages if m.text is not None),
+    )
+
+
+def _ended_only_by(graph: UserGraph, fact_id: str, taken: set[str]) -> bool:
+    """Whether every link that ended the fact goes with the undo (only an import can give a fact two)."""
+    return all(graph.writer(link) in taken for link in graph.links
+               if link.old_fact_id == fact_id and link.relation in _ENDING_RELATIONS)
+
+
+def _undone(graph: UserGraph, fact_ids: Iterable[str]) -> tuple[UndoneFact, ...]:
+    return tuple(UndoneFact(fact_id=f, text=graph.facts[f].text) for f in sorted(set(fact_ids)))
