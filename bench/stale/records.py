@@ -33,6 +33,9 @@ class ProbeResult(Record):
     question: str
     answer: str
     premise_notes: tuple[str, ...] = ()
+    # The memory's answer context (Answer.context): what the answer was told, so a failure's class can be read
+    # from the run's JSONL. None for the baselines and for runs before it was kept.
+    context: str | None = None
 
 
 class Linkage(Record):

@@ -73,8 +73,8 @@ class MemorySystem:
 
     def ask(self, question: str) -> Probed:
         answer = self.memory.ask(question, max_tokens=self.answer_max_tokens)
-        return Probed(ProbeResult(question=question, answer=answer.text, premise_notes=answer.premise_notes),
-                      answer.usage)
+        return Probed(ProbeResult(question=question, answer=answer.text, premise_notes=answer.premise_notes,
+                                  context=answer.context), answer.usage)
 
 
 @dataclass(frozen=True)

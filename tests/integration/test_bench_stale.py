@@ -34,6 +34,7 @@ from bench.stale.records import Linkage, ProbeResult, ScenarioResult, read_resul
 from bench.stale.scripted import EMBEDDING_DIMENSION, scripted_rules, shows
 from lastknown_graph.embedders import APIEmbedder
 from lastknown_graph.llm import LLM
+from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from tests.builders import SessionBuilder, new_user, vec
@@ -101,8 +102,11 @@ def test_quick_run_scores_the_oracle_high_and_writes_the_report(tmp_path: Path) 
         assert result.usage["ingest"]["stage2"].calls >= 1
         [change] = [c for c in result.checks if c.changed]  # the scenario's own pair, as stage 1 scored it
         assert change.retired and change.stage == "stage2" and change.still_true_probability == pytest.approx(0.05)
+        context = result.probes["keeps_new"].context  # what the answer was told, kept for reading failures
+        assert context is not None and context.startswith(NOW_HEADING) and PAST_HEADING in context
     for system in ("full-history", "naive-rag"):
         assert all(r.linkage is None and r.usage["ingest"] == {} for r in results(out, system).values())
+        assert all(p.context is None for r in results(out, system).values() for p in r.probes.values())
 
     assert main(["report", "--out", str(out), "--name", "quick", "--results-dir", str(reports)]) == 0
     markdown = (reports / "stale-quick.md").read_text(encoding="utf-8")
