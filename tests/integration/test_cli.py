@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from tests.cli_env import scripted_model_env
 
 LASTKNOWN = shutil.which("lastknown") or str(Path(sys.executable).with_name("lastknown"))
 DIMENSION = 384
@@ -91,13 +92,7 @@ def server() -> Iterator[ScriptedLLMServer]:
 @pytest.fixture(scope="module")
 def model_env(server: ScriptedLLMServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of every run: the scripted LLM and embedder; no store setting leaks in."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LASTKNOWN_", "OPENAI_"))}
-    env.update({
-        "LASTKNOWN_BASE_URL": server.base_url, "LASTKNOWN_MODEL": "scripted", "LASTKNOWN_API_KEY": "x",
-        "LASTKNOWN_EMBEDDER": "api", "LASTKNOWN_EMBED_MODEL": "scripted-embed",
-        "LASTKNOWN_EMBEDDED_PATH": str(tmp_path_factory.mktemp("default-store") / "memory.json"),
-    })
-    return env
+    return scripted_model_env(server.base_url, tmp_path_factory.mktemp("default-store") / "memory.json")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ dimension the shared Neo4j holds); Neo4j is the real one of ``tests/conftest.py`
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
@@ -29,6 +28,7 @@ from mcp.types import CallToolResult
 
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from tests.cli_env import scripted_model_env
 
 LASTKNOWN = shutil.which("lastknown") or str(Path(sys.executable).with_name("lastknown"))
 DIMENSION = 384
@@ -81,13 +81,7 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
 @pytest.fixture(scope="module")
 def model_env(llm_server: ScriptedLLMServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The scripted LLM and embedder; no store or user setting of the caller leaks in."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LASTKNOWN_", "OPENAI_"))}
-    env.update({
-        "LASTKNOWN_BASE_URL": llm_server.base_url, "LASTKNOWN_MODEL": "scripted", "LASTKNOWN_API_KEY": "x",
-        "LASTKNOWN_EMBEDDER": "api", "LASTKNOWN_EMBED_MODEL": "scripted-embed",
-        "LASTKNOWN_EMBEDDED_PATH": str(tmp_path_factory.mktemp("default-store") / "memory.json"),
-    })
-    return env
+    return scripted_model_env(llm_server.base_url, tmp_path_factory.mktemp("default-store") / "memory.json")
 
 
 @pytest.fixture(params=["embedded", "neo4j"])

@@ -25,6 +25,7 @@ from lastknown_graph.domain.models import FactKind
 from lastknown_graph.render.timeline_html import MONTHS, render_timeline_html
 from lastknown_graph.store import EmbeddedStore
 from tests.builders import SessionBuilder, new_user, vec
+from tests.cli_env import without_caller_settings
 
 LASTKNOWN = shutil.which("lastknown") or str(Path(sys.executable).with_name("lastknown"))
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -105,8 +106,7 @@ INFERRED = {"desert", "dislikes"}
 
 def cli_env(tmp_path: Path) -> dict[str, str]:
     """No model can be reached or loaded: the command must not need one."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LASTKNOWN_", "OPENAI_"))}
-    return env | {"LASTKNOWN_BASE_URL": CLOSED_PORT_URL, "LASTKNOWN_EMBEDDER": "local",
+    return without_caller_settings() | {"LASTKNOWN_BASE_URL": CLOSED_PORT_URL, "LASTKNOWN_EMBEDDER": "local",
                   "LASTKNOWN_EMBED_MODEL": "/nonexistent/model",
                   "LASTKNOWN_EMBEDDED_PATH": str(tmp_path / "default-store.json")}
 
