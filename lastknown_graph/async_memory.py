@@ -26,6 +26,7 @@ from lastknown_graph.domain.models import (
     UserExport,
 )
 from lastknown_graph.domain.reports import Answer, ForgetReport, WriteReport
+from lastknown_graph.domain.search import KindArgument, NamesArgument, PeriodArgument, StatusArgument
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.llm import ChatModel
@@ -93,8 +94,12 @@ class AsyncMemory:
     async def telemetry(self) -> list[DomainTelemetry]:
         return await self._in_thread(self.memory.telemetry)
 
-    async def find(self, query: str, k: int = 5) -> list[ScoredFact]:
-        return await self._in_thread(self.memory.find, query, k)
+    async def find(
+        self, query: str, k: int = 5, *, status: StatusArgument = None, kind: KindArgument = None,
+        domain: NamesArgument = None, topic: NamesArgument = None, valid_between: PeriodArgument = None,
+    ) -> list[ScoredFact]:
+        return await self._in_thread(self.memory.find, query, k, status=status, kind=kind, domain=domain,
+                                     topic=topic, valid_between=valid_between)
 
     async def matching(self, query: str, threshold: float = DEFAULT_FORGET_THRESHOLD) -> list[ScoredFact]:
         return await self._in_thread(self.memory.matching, query, threshold)

@@ -20,6 +20,7 @@ from lastknown_graph.domain.models import (
     UserExport,
 )
 from lastknown_graph.domain.reports import ForgetReport
+from lastknown_graph.domain.search import KindArgument, NamesArgument, PeriodArgument, StatusArgument, search_scope
 from lastknown_graph.domain.validation import check_text, normalised_identifier, parse_day
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
@@ -157,16 +158,26 @@ class MemoryReader:
     def _before_search(self) -> None:
         """A hook for subclasses that own the schema (Memory sets it up before its first vector search)."""
 
-    def find(self, query: str, k: int = 5) -> list[ScoredFact]:
+    def find(
+        self, query: str, k: int = 5, *, status: StatusArgument = None, kind: KindArgument = None,
+        domain: NamesArgument = None, topic: NamesArgument = None, valid_between: PeriodArgument = None,
+    ) -> list[ScoredFact]:
         """Current and historical facts for ``query``, most relevant first, with similarity and ids.
 
         Relevance is similarity weighted by freshness: an old fact of a volatile domain that was
         never confirmed ranks below a fresh or stable one; historical facts below current ones.
+
+        Filters, each one value or a list (any of them matches), ``None`` for all: ``status`` (current, retired,
+        expired, disputed), ``kind`` (state, moment), ``domain`` (a volatility domain; ``unassigned`` for facts
+        without one), ``topic``, and ``valid_between=(from, to)``: facts true on at least one day from ``from`` to
+        ``to``, both included. The store searches only the facts the filters admit, so ``k`` such facts come back
+        whenever the user has ``k``, however many others are closer to the query.
         """
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= FIND_MAX_K:
             raise InvalidInputError(f"k must be an integer from 1 to {FIND_MAX_K}, got {k!r}")
+        scope = search_scope(status=status, kind=kind, domain=domain, topic=topic, valid_between=valid_between)
         embedding = self._embedding(query)
-        pool = self.store.similar_facts(self.user, embedding, find_pool_size(k), ANY_STATUS)
+        pool = self.store.similar_facts(self.user, embedding, find_pool_size(k), scope.statuses, scope.where)
         today = latest_day(self.store.current_facts(self.user)) or datetime.now(UTC).date()
         return by_relevance(pool, today, self.priors)[:k]
 

@@ -42,8 +42,11 @@ the purposes written in cypher/*.cypher):
      evidence_against (contradicts links into it).
    - timeline: an ``added`` event per fact on its valid_from, a ``confirmed`` event per
      confirmation, and a ``retired``/``expired``/``disputed`` event per link into a fact, in date order.
-   - similar_facts(embedding, k, statuses): the user's k facts with those statuses with the highest
-     cosine to the embedding, best first; fewer than k only when the user has fewer such facts.
+   - similar_facts(embedding, k, statuses, where): the user's k facts with those statuses that the filter
+     admits with the highest cosine to the embedding, best first; fewer than k only when the user has fewer
+     such facts. The filter admits a fact when each restriction it gives holds: its kind among the kinds, its
+     domain among the domains (no domain counts as "unassigned"), its topic among the topics, and, for
+     valid_between (first, last), valid_from <= last and no valid_to or first < valid_to.
    - session_exists, session_digest, list_users (the users with memory in the store).
 4. delete_facts(ids): removes the user's facts among ids (unknown and other users' ids ignored)
    with their confirmations and every link into or out of them. Every message in a removed
@@ -93,6 +96,7 @@ from datetime import UTC, date, datetime
 from typing import Literal
 
 from lastknown_graph.domain.models import (
+    NO_FILTER,
     DeletionReport,
     DependencyKind,
     ExportedConfirmation,
@@ -101,6 +105,7 @@ from lastknown_graph.domain.models import (
     ExportedReplacement,
     ExportedSession,
     Fact,
+    FactFilter,
     FactStatus,
     HistoryEntry,
     ReplacementLink,
@@ -456,14 +461,30 @@ class ReferenceStore:
         ])
 
     def similar_facts(
-        self, user_id: str, embedding: Sequence[float], k: int, statuses: frozenset[FactStatus] = CURRENT_ONLY
+        self, user_id: str, embedding: Sequence[float], k: int, statuses: frozenset[FactStatus] = CURRENT_ONLY,
+        where: FactFilter = NO_FILTER,
     ) -> list[ScoredFact]:
         memory = self._memory(user_id)
         scored = [
             ScoredFact(fact=self._fact(user_id, memory, f), similarity=_cosine(embedding, f.embedding))
-            for f in memory.facts.values() if f.status in statuses
+            for f in memory.facts.values() if f.status in statuses and self._admitted(where, f)
         ]
         return sorted(scored, key=lambda s: (-s.similarity, s.fact.id))[:k]
+
+    @staticmethod
+    def _admitted(where: FactFilter, fact: ExportedFact) -> bool:
+        """Clause 3's filter, spelled out: every restriction given must hold."""
+        kinds_ok = where.kinds is None or fact.kind in where.kinds
+        domain = fact.domain if fact.domain is not None else "unassigned"
+        domains_ok = where.domains is None or domain in where.domains
+        topics_ok = where.topics is None or fact.topic in where.topics
+        if where.valid_between is None:
+            period_ok = True
+        else:
+            first, last = where.valid_between
+            # True on some day d with first <= d <= last: it began by the last day and had not ended by the first.
+            period_ok = fact.valid_from <= last and (fact.valid_to is None or first < fact.valid_to)
+        return kinds_ok and domains_ok and topics_ok and period_ok
 
     def _link(self, memory: _Memory, link: ExportedReplacement) -> ReplacementLink:
         return ReplacementLink(

@@ -16,9 +16,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from lastknown_graph.domain.models import (
+    NO_FILTER,
     CandidateProbe,
     DeletionReport,
     Fact,
+    FactFilter,
     FactStatus,
     HistoryEntry,
     ProbeCandidates,
@@ -147,8 +149,9 @@ class TimedStore:
         return self._timed("facts_on_topic", lambda: self.inner.facts_on_topic(user_id, topic, statuses))
 
     def similar_facts(self, user_id: str, embedding: Sequence[float], k: int,
-                      statuses: frozenset[FactStatus] = CURRENT_ONLY) -> list[ScoredFact]:
-        return self._timed("similar_facts", lambda: self.inner.similar_facts(user_id, embedding, k, statuses))
+                      statuses: frozenset[FactStatus] = CURRENT_ONLY,
+                      where: FactFilter = NO_FILTER) -> list[ScoredFact]:
+        return self._timed("similar_facts", lambda: self.inner.similar_facts(user_id, embedding, k, statuses, where))
 
     def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
         return self._timed("conflict_candidates", lambda: self.inner.conflict_candidates(user_id, probes))

@@ -36,6 +36,8 @@ Embedding = tuple[float, ...]
 MAX_MESSAGE_INDEX: Final = 2**31
 EXPORT_FORMAT: Final = "lastknown_graph.user_export"
 EXPORT_VERSION: Final = 1
+# The domain of facts the extraction gave none (or one the priors do not know): telemetry's bucket, a search filter.
+UNASSIGNED_DOMAIN: Final = "unassigned"
 
 
 def usable_embedding(embedding: Embedding) -> Embedding:
@@ -315,6 +317,48 @@ class Fact(Frozen):
     last_confirmed: date | None = None  # the latest day it was said again
     contradicted_in: tuple[SessionId, ...] = ()  # sessions whose disputed facts are evidence against it
     embedding: Embedding | None = None
+
+
+class FactFilter(Frozen):
+    """What a search keeps besides the statuses: facts of these kinds, domains and topics that were true on at
+    least one day of ``valid_between`` (both days included). ``None`` restricts nothing.
+
+    ``valid_between=(a, b)`` keeps a fact when ``valid_from <= b`` and it had not ended by ``a`` (no ``valid_to``,
+    or ``valid_to > a``), so ``(day, day)`` keeps exactly what ``state_as_of(day)`` returns. The domain
+    ``unassigned`` (``UNASSIGNED_DOMAIN``) stands for facts without a domain, as in telemetry.
+    """
+
+    kinds: frozenset[FactKind] | None = Field(default=None, min_length=1)
+    domains: frozenset[Label] | None = Field(default=None, min_length=1)
+    topics: frozenset[Label] | None = Field(default=None, min_length=1)
+    valid_between: tuple[date, date] | None = None
+
+    @model_validator(mode="after")
+    def _period_in_order(self) -> Self:
+        if self.valid_between is not None and self.valid_between[0] > self.valid_between[1]:
+            first, last = self.valid_between
+            raise ValueError(f"valid_between starts on {first} after it ends on {last}")
+        return self
+
+    @property
+    def restricts(self) -> bool:
+        return any(v is not None for v in (self.kinds, self.domains, self.topics, self.valid_between))
+
+    def admits(self, kind: str, domain: str | None, topic: str, valid_from: date, valid_to: date | None) -> bool:
+        """Whether a fact with these properties passes (the embedded store's filter; Neo4j's is in Cypher)."""
+        if self.kinds is not None and kind not in self.kinds:
+            return False
+        if self.domains is not None and (domain or UNASSIGNED_DOMAIN) not in self.domains:
+            return False
+        if self.topics is not None and topic not in self.topics:
+            return False
+        if self.valid_between is not None:
+            first, last = self.valid_between
+            return valid_from <= last and (valid_to is None or valid_to > first)
+        return True
+
+
+NO_FILTER: Final = FactFilter()
 
 
 class ScoredFact(Frozen):

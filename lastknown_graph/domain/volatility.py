@@ -52,6 +52,11 @@ RESIST_MAX_VOLATILITY = 0.5
 _DOMAIN_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
+def is_domain_name(name: str) -> bool:
+    """Whether ``name`` has the shape of a domain name (snake_case, up to 40 characters)."""
+    return bool(_DOMAIN_NAME.match(name))
+
+
 @dataclass(frozen=True)
 class VolatilityPriors:
     """An immutable domain -> volatility table; ``with_domains`` returns a changed copy."""
@@ -61,7 +66,7 @@ class VolatilityPriors:
     def __post_init__(self) -> None:
         checked = {}
         for name, value in self.table.items():
-            if not _DOMAIN_NAME.match(name):
+            if not is_domain_name(name):
                 raise ValueError(f"domain names are snake_case, up to 40 characters: {name!r}")
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"volatility of {name!r} must be a number in [0, 1], got {value!r}")

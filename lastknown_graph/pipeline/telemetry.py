@@ -7,15 +7,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from lastknown_graph.domain.models import DomainTelemetry, FactStatus, UserExport
+from lastknown_graph.domain.models import UNASSIGNED_DOMAIN, DomainTelemetry, FactStatus, UserExport
 from lastknown_graph.domain.stages import Stage
-
-UNASSIGNED = "unassigned"
 
 
 def domain_telemetry(export: UserExport) -> list[DomainTelemetry]:
     counts: defaultdict[str, defaultdict[str, int]] = defaultdict(lambda: defaultdict(int))
-    domain_of = {f.id: f.domain or UNASSIGNED for f in export.facts}
+    domain_of = {f.id: f.domain or UNASSIGNED_DOMAIN for f in export.facts}
     for fact in export.facts:
         if fact.status is not FactStatus.DISPUTED:
             counts[domain_of[fact.id]]["facts_added"] += 1

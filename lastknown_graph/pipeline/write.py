@@ -18,6 +18,7 @@ from datetime import UTC, date, datetime
 
 from lastknown_graph import tracing
 from lastknown_graph.domain.models import (
+    UNASSIGNED_DOMAIN,
     CheckCount,
     Fact,
     FactKind,
@@ -92,7 +93,6 @@ from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)
 
-UNASSIGNED_DOMAIN = "unassigned"  # telemetry bucket for facts without a volatility domain
 
 _MESSAGE_NAMESPACE = uuid.UUID("5b0c1d8e-2f43-4b8e-9a57-9d5f3c1e7a21")
 

@@ -28,6 +28,7 @@ import networkx as nx
 import numpy as np
 
 from lastknown_graph.domain.models import (
+    NO_FILTER,
     CandidateProbe,
     DeletionReport,
     ExportedConfirmation,
@@ -36,6 +37,7 @@ from lastknown_graph.domain.models import (
     ExportedReplacement,
     ExportedSession,
     Fact,
+    FactFilter,
     FactStatus,
     HistoryEntry,
     MessageRecord,
@@ -294,6 +296,11 @@ def _apply_undo(graph: nx.MultiDiGraph, user_id: str, plan: UndoPlan) -> None:
         graph.remove_node(_user_key(user_id))
     else:
         graph.nodes[_user_key(user_id)]["revision"] = _revision(graph, user_id) + 1
+
+
+def _admitted(where: FactFilter, fact: dict[str, Any]) -> bool:
+    return not where.restricts or where.admits(fact["kind"], fact.get("domain"), fact["topic"], fact["valid_from"],
+                                               fact["valid_to"])
 
 
 # Opening the lock file fails so on read-only media; reads then go without a lock.
@@ -722,13 +729,16 @@ class EmbeddedStore:
         embedding: Sequence[float],
         k: int,
         statuses: frozenset[FactStatus] = CURRENT_ONLY,
+        where: FactFilter = NO_FILTER,
     ) -> list[ScoredFact]:
         check_identifier(user_id)
         check_k(k)
         with self._locked(exclusive=False):
             query = np.asarray(check_query_embedding(embedding, self._dimension), dtype=np.float32)
             graph = self._graph
-            keys = [k_ for k_ in self._user_fact_keys(graph, user_id) if graph.nodes[k_]["status"] in statuses]
+            # Filtered first, then ranked: the top k of what the filter admits, never a filtered top k.
+            keys = [key for key in self._user_fact_keys(graph, user_id)
+                    if graph.nodes[key]["status"] in statuses and _admitted(where, graph.nodes[key])]
             if not keys:
                 return []
             ids, matrix = self._fact_ids_and_embeddings(graph, keys)

@@ -13,9 +13,11 @@ from datetime import date
 from typing import Protocol, runtime_checkable
 
 from lastknown_graph.domain.models import (
+    NO_FILTER,
     CandidateProbe,
     DeletionReport,
     Fact,
+    FactFilter,
     FactStatus,
     HistoryEntry,
     ProbeCandidates,
@@ -92,11 +94,14 @@ class Store(Protocol):
         embedding: Sequence[float],
         k: int,
         statuses: frozenset[FactStatus] = CURRENT_ONLY,
+        where: FactFilter = NO_FILTER,
     ) -> list[ScoredFact]:
-        """The user's ``k`` facts most similar to ``embedding`` (cosine), best first.
+        """The user's ``k`` facts most similar to ``embedding`` (cosine), best first, among those with these
+        statuses that ``where`` admits.
 
-        Returns fewer than ``k`` only when the user has fewer facts with those statuses,
-        however many other users crowd the vector neighbourhood.
+        The filter is part of the search, not applied to its result: this returns fewer than ``k`` only when the
+        user has fewer such facts, however many other facts (the user's own that the filter leaves out, or other
+        users') are closer to the embedding.
         """
 
     def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:

@@ -9,7 +9,8 @@ refusals, cascades), deleting users and export/import round trips. Each step run
 plain model of the contract; the outcome of every step (its result or its error class) must be the
 same. After every step each user's current state and history must match the model; after every write
 the written user's whole export must (messages and their redaction, embeddings, provenance); and a read
-rule compares facts_by_id, facts_on_topic, state_as_of (on every day a fact starts or ends), similar_facts,
+rule compares facts_by_id, facts_on_topic, state_as_of (on every day a fact starts or ends), similar_facts
+(with and without a search filter),
 timeline, session_exists, list_users and every user's export. Since the reads of all three users are
 compared, a read or write for one user that returned or changed another's data would fail.
 
@@ -53,6 +54,7 @@ from lastknown_graph.domain.models import (
     Dispute,
     Expiry,
     Fact,
+    FactFilter,
     FactKind,
     FactStatus,
     HistoryEntry,
@@ -70,7 +72,7 @@ from lastknown_graph.domain.models import (
     UserExport,
 )
 from lastknown_graph.errors import LastknownError
-from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
 from tests.builders import DIMENSION, near, vec
 from tests.reference_store import ReferenceStore
 
@@ -150,6 +152,21 @@ def embeddings() -> st.SearchStrategy[tuple[float, ...]]:
 
 def statuses() -> st.SearchStrategy[frozenset[FactStatus]]:
     return st.frozensets(st.sampled_from(list(FactStatus)), min_size=1)
+
+
+def fact_filters(days: list[date]) -> st.SearchStrategy[FactFilter]:
+    """Search filters over the vocabulary: each restriction absent or a few values; periods from and to ``days``
+    (the days facts start and end, and the days before: where an off-by-one shows)."""
+    def some(values: st.SearchStrategy[T]) -> st.SearchStrategy[frozenset[T] | None]:
+        return st.none() | st.frozensets(values, min_size=1, max_size=2)
+
+    day = st.sampled_from(days)
+    periods = st.none() | st.tuples(day, day).map(lambda pair: (min(pair), max(pair)))
+    return st.builds(
+        FactFilter, kinds=some(st.sampled_from(list(FactKind))),
+        domains=some(st.sampled_from(("unassigned", *(d for d in DOMAINS if d is not None)))),
+        topics=some(st.sampled_from((*TOPICS, "no-such-topic"))), valid_between=periods,
+    )
 
 
 def attempt(call: Callable[[], T]) -> T | type[LastknownError]:
@@ -546,16 +563,29 @@ class StoreAgainstReference(RuleBasedStateMachine):
             for edge in (entry.fact.valid_from, entry.fact.valid_to):
                 if edge is not None:
                     days |= {edge, edge - timedelta(days=1)}
+        query = data.draw(embeddings(), label="query")
         for day in sorted(days):
             assert_same_facts(self.store.state_as_of(user, day), self.reference.state_as_of(user, day))
+            # The search filter's period on the same days: where a fact's first or last day is off by one.
+            one_day = FactFilter(valid_between=(day, day))
+            assert_same_neighbours(
+                self.store.similar_facts(user, query, 6, ANY_STATUS, one_day),
+                self.reference.similar_facts(user, query, 6, ANY_STATUS, one_day),
+                self.reference.similar_facts(user, query, 10**6, ANY_STATUS, one_day),
+            )
 
-        query = data.draw(embeddings(), label="query")
         k = data.draw(st.integers(1, 6), label="k")
         wanted = data.draw(statuses(), label="statuses")
         assert_same_neighbours(
             self.store.similar_facts(user, query, k, wanted),
             self.reference.similar_facts(user, query, k, wanted),
             self.reference.similar_facts(user, query, 10**6, wanted),
+        )
+        where = data.draw(fact_filters(sorted(days)), label="filter")
+        assert_same_neighbours(
+            self.store.similar_facts(user, query, k, wanted, where),
+            self.reference.similar_facts(user, query, k, wanted, where),
+            self.reference.similar_facts(user, query, 10**6, wanted, where),
         )
 
         # What planning a write reads: per probe, the nearest current facts and the latest on its topic.

@@ -124,6 +124,10 @@ def test_reads_answers_and_errors_are_the_synchronous_ones(store: Store, embedde
         assert await memory.context() == synchronous.context()
         assert [f.text for f in await memory.as_of("2024-03-01")] == ["Lives in Lyon"]
         assert [h.fact.text for h in await memory.find("where does the user live", k=1)] == ["Lives in Porto"]
+        assert [h.fact.text for h in await memory.find("where does the user live", k=1, status="retired",
+                                                       valid_between=("2024-01-01", "2024-02-01"))] == ["Lives in Lyon"]
+        with pytest.raises(InvalidInputError, match="unknown kind"):
+            await memory.find("where does the user live", kind="event")
         question = "Do I still live in Lyon?"
         assert (await memory.ask(question)).context == synchronous.ask(question).context
         assert await memory.timeline() == synchronous.timeline()

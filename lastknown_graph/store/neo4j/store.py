@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.domain.models import (
+    NO_FILTER,
     CandidateProbe,
     DeletionReport,
     ExportedConfirmation,
@@ -29,6 +30,7 @@ from lastknown_graph.domain.models import (
     ExportedReplacement,
     ExportedSession,
     Fact,
+    FactFilter,
     FactStatus,
     HistoryEntry,
     ProbeCandidates,
@@ -107,6 +109,17 @@ def _embedding_matrix(vectors: list[bytes | None], legacy: list[list[float] | No
 def _cosine_from_neo4j_score(score: float) -> float:
     # Neo4j reports cosine similarity normalised to [0, 1] as (1 + cos) / 2; the API speaks raw cosine.
     return 2.0 * float(score) - 1.0
+
+
+def _search_scope(statuses: frozenset[FactStatus], where: FactFilter) -> dict[str, Any]:
+    """The parameters count_facts, fact_embeddings and similar_facts_index share: statuses and the search filter,
+    each part null where the filter restricts nothing."""
+    def listed(values: frozenset[str] | None) -> list[str] | None:
+        return sorted(map(str, values)) if values is not None else None
+
+    first, last = where.valid_between if where.valid_between is not None else (None, None)
+    return {"statuses": sorted(map(str, statuses)), "kinds": listed(where.kinds), "domains": listed(where.domains),
+            "topics": listed(where.topics), "starts_by": last, "ends_after": first}
 
 
 class Neo4jStore:
@@ -457,14 +470,15 @@ class Neo4jStore:
         embedding: Sequence[float],
         k: int,
         statuses: frozenset[FactStatus] = CURRENT_ONLY,
+        where: FactFilter = NO_FILTER,
     ) -> list[ScoredFact]:
         check_identifier(user_id)
         check_k(k)
         vector = check_query_embedding(embedding, self.embedding_dimension())
-        status_list = sorted(map(str, statuses))
+        scope = _search_scope(statuses, where)
 
         def work(tx: ManagedTransaction) -> tuple[list[Pick], list[dict[str, Any]]]:
-            [picks] = self._nearest_picks(tx, user_id, status_list, [vector], [k])
+            [picks] = self._nearest_picks(tx, user_id, scope, [vector], [k])
             wanted = [fact_id for fact_id, _ in picks]
             return picks, self._run(tx, "facts_by_id", user_id=user_id, fact_ids=wanted) if wanted else []
 
@@ -472,39 +486,44 @@ class Neo4jStore:
         facts = {fact.id: fact for fact in self._facts(rows)}
         return [ScoredFact(fact=facts[fact_id], similarity=similarity) for fact_id, similarity in picks]
 
-    def _nearest_picks(self, tx: ManagedTransaction, user_id: str, statuses: list[str],
+    def _nearest_picks(self, tx: ManagedTransaction, user_id: str, scope: dict[str, Any],
                        vectors: list[list[float]], ks: list[int]) -> list[list[Pick]]:
-        """For each vector, the user's k facts with these statuses nearest to it, best first."""
-        available = self._run(tx, "count_facts", user_id=user_id, statuses=statuses)[0]["facts"]
+        """For each vector, the user's k facts in ``scope`` (statuses and filter) nearest to it, best first.
+
+        ``available`` counts the facts in scope, so a search short of min(k, available) hits is never taken from
+        the index: it is widened, then answered by the exact scan, which filters before it ranks.
+        """
+        available = self._run(tx, "count_facts", user_id=user_id, **scope)[0]["facts"]
         if available == 0:
             return [[] for _ in vectors]
         found: list[list[Pick] | None] = [None] * len(vectors)
         if available > self._exact_scan_max_facts:
             for position, (vector, k) in enumerate(zip(vectors, ks, strict=True)):
-                found[position] = self._index_picks(tx, user_id, statuses, vector, k, available)
+                found[position] = self._index_picks(tx, user_id, scope, vector, k, available)
         unfound = [position for position, picks in enumerate(found) if picks is None]
         if unfound:
-            exact = self._exact_picks(tx, user_id, statuses, [vectors[p] for p in unfound], [ks[p] for p in unfound])
+            exact = self._exact_picks(tx, user_id, scope, [vectors[p] for p in unfound], [ks[p] for p in unfound])
             for position, picks in zip(unfound, exact, strict=True):
                 found[position] = picks
         return [picks or [] for picks in found]
 
-    def _index_picks(self, tx: ManagedTransaction, user_id: str, statuses: list[str], vector: list[float], k: int,
+    def _index_picks(self, tx: ManagedTransaction, user_id: str, scope: dict[str, Any], vector: list[float], k: int,
                      available: int) -> list[Pick] | None:
-        """The vector index's answer, or None when other users' facts crowd this user's out of it."""
+        """The vector index's answer, or None when other facts (other users', or the user's own out of scope) crowd
+        this user's facts in scope out of it."""
         wanted = min(k, available)
         candidates = max(k * INDEX_OVERSAMPLING, 100)
         while candidates <= INDEX_MAX_CANDIDATES:
-            rows = self._run(tx, "similar_facts_index", user_id=user_id, statuses=statuses, embedding=vector, k=k,
+            rows = self._run(tx, "similar_facts_index", user_id=user_id, **scope, embedding=vector, k=k,
                              candidates=candidates)
             if len(rows) >= wanted:
                 return [(row["id"], _cosine_from_neo4j_score(row["score"])) for row in rows]
             candidates *= 4
         return None
 
-    def _exact_picks(self, tx: ManagedTransaction, user_id: str, statuses: list[str], vectors: list[list[float]],
+    def _exact_picks(self, tx: ManagedTransaction, user_id: str, scope: dict[str, Any], vectors: list[list[float]],
                      ks: list[int]) -> list[list[Pick]]:
-        [row] = self._run(tx, "fact_embeddings", user_id=user_id, statuses=statuses)
+        [row] = self._run(tx, "fact_embeddings", user_id=user_id, **scope)
         ids: list[str] = row["ids"]
         if not ids:
             return [[] for _ in vectors]
@@ -521,7 +540,7 @@ class Neo4jStore:
             return []
 
         def work(tx: ManagedTransaction) -> tuple[list[list[Pick]], list[list[str]], list[dict[str, Any]]]:
-            nearest_picks = self._nearest_picks(tx, user_id, [str(FactStatus.CURRENT)], vectors,
+            nearest_picks = self._nearest_picks(tx, user_id, _search_scope(CURRENT_ONLY, NO_FILTER), vectors,
                                                 [probe.k for probe in probes])
             on_topic = [row["ids"] for row in self._run(tx, "latest_on_topics", user_id=user_id, topics=[
                 {"topic": probe.topic, "limit": probe.topic_limit} for probe in probes
