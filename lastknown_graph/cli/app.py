@@ -171,9 +171,20 @@ lastknown ask --user alice "Where do I live?" --json | jq -r .text
 
     find = _command(commands, common, "find", "search current and historical facts by meaning", """
 lastknown find --user alice "where does the user live" -k 3
+lastknown find --user alice "where does the user live" --status retired --topic location
+lastknown find --user alice "plans" --kind moment --valid-between 2024-01-01 2024-06-30
 """, run_find)
     find.add_argument("query")
     find.add_argument("-k", type=int, default=5, help="how many facts (default 5)")
+    filters = find.add_argument_group("filters (each may be given several times: any of the values matches)")
+    filters.add_argument("--status", action="append", metavar="STATUS",
+                         help="current, retired, expired or disputed (default: all)")
+    filters.add_argument("--kind", action="append", metavar="KIND", help="state or moment (default: both)")
+    filters.add_argument("--domain", action="append", metavar="DOMAIN",
+                         help="a volatility domain, e.g. location; unassigned: facts without one")
+    filters.add_argument("--topic", action="append", metavar="TOPIC", help="a topic, e.g. location")
+    filters.add_argument("--valid-between", nargs=2, metavar=("FROM", "TO"),
+                         help="facts true on at least one day from FROM to TO (YYYY-MM-DD, both included)")
 
     forget = _command(commands, common, "forget", "delete facts by id, with their source messages' text", """
 lastknown forget --user alice fact-5b2e9a fact-77c1d0

@@ -39,6 +39,7 @@ from lastknown_graph.cli.runtime import (
     note,
 )
 from lastknown_graph.domain.models import EXPORT_FORMAT, Fact, FactStatus, ScoredFact, UserExport
+from lastknown_graph.domain.search import search_scope
 from lastknown_graph.domain.validation import check_text, normalised_identifier, parse_day
 from lastknown_graph.errors import InvalidInputError, LastknownError, UndoConflictError, UserExistsError
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS
@@ -125,8 +126,12 @@ def run_ask(args: argparse.Namespace, rt: Runtime) -> int:
 
 def run_find(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
-    hits = rt.reader(user, search=True).find(args.query, k=args.k)
-    emit(rt.options, {"user": user, "query": args.query, "facts": [_scored_json(h) for h in hits]},
+    filters = {"status": args.status, "kind": args.kind, "domain": args.domain, "topic": args.topic,
+               "valid_between": args.valid_between}
+    search_scope(**filters)  # a malformed filter is refused before the embedder loads
+    hits = rt.reader(user, search=True).find(args.query, k=args.k, **filters)
+    given = {name: value for name, value in filters.items() if value is not None}
+    emit(rt.options, {"user": user, "query": args.query, "filters": given, "facts": [_scored_json(h) for h in hits]},
          scored_text(hits))
     return EXIT_OK
 

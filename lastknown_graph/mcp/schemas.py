@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lastknown_graph.domain.models import Fact, ScoredFact, TimelineEvent
+from lastknown_graph.domain.models import Fact, FactKind, FactStatus, ScoredFact, TimelineEvent
 from lastknown_graph.domain.reports import ForgetReport, WriteReport
 
 UserArgument = Annotated[str | None, Field(
@@ -86,6 +86,31 @@ class PremiseNotesResult(BaseModel):
     user: str
     notes: list[str] = Field(description="One note for each outdated fact the message seems to assume (empty when "
                                          "it assumes none): tell the model what changed before it answers.")
+
+
+StatusFilter = Annotated[list[FactStatus] | None, Field(
+    min_length=1, description="Only facts with one of these statuses (default: every status).")]
+KindFilter = Annotated[list[FactKind] | None, Field(
+    min_length=1, description="Only lasting states or passing moments (default: both).")]
+DomainFilter = Annotated[list[str] | None, Field(
+    min_length=1, description="Only facts of these volatility domains, e.g. location; unassigned: facts without "
+                              "one.")]
+TopicFilter = Annotated[list[str] | None, Field(min_length=1, description="Only facts on these topics, e.g. "
+                                                                          "location.")]
+PeriodFilter = Annotated[tuple[date, date] | None, Field(
+    description="[from, to], YYYY-MM-DD: only facts true on at least one day of that period, both days included.")]
+
+
+class SearchFilters(BaseModel):
+    """The filters of one find call, as the tool received them (None: no restriction)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: list[FactStatus] | None = None
+    kind: list[FactKind] | None = None
+    domain: list[str] | None = None
+    topic: list[str] | None = None
+    valid_between: tuple[date, date] | None = None
 
 
 class FindResult(BaseModel):

@@ -25,15 +25,21 @@ from lastknown_graph.mcp.schemas import (
     CorrectionAction,
     CorrectionResult,
     Day,
+    DomainFilter,
     FindResult,
     ForgetResult,
     JobStatus,
+    KindFilter,
     Messages,
     PastDay,
+    PeriodFilter,
     PremiseNotesResult,
     RememberResult,
+    SearchFilters,
     SessionArgument,
+    StatusFilter,
     TimelineResult,
+    TopicFilter,
     UserArgument,
 )
 from lastknown_graph.mcp.service import MemoryService
@@ -112,10 +118,14 @@ def build_server(service: MemoryService) -> MCPServer:
     def find(
         query: Annotated[str, Field(description="What to look for, in words.")],
         k: Annotated[int, Field(ge=1, le=FIND_MAX_K, description="How many facts.")] = 5,
+        status: StatusFilter = None, kind: KindFilter = None, domain: DomainFilter = None, topic: TopicFilter = None,
+        valid_between: PeriodFilter = None,
         user: UserArgument = user_default,
     ) -> FindResult:
-        """Search current and historical facts by meaning, with their ids (for correct and forget)."""
-        return answer(lambda: service.find(user, query, k))
+        """Search current and historical facts by meaning, with their ids (for correct and forget). Filters narrow
+        the search itself: k facts come back whenever k facts match."""
+        return answer(lambda: service.find(user, query, k, SearchFilters(
+            status=status, kind=kind, domain=domain, topic=topic, valid_between=valid_between)))
 
     def timeline(user: UserArgument = user_default) -> TimelineResult:
         """What happened to the user's facts, in date order: added, confirmed, retired (by what, why), expired."""

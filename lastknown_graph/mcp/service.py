@@ -15,6 +15,7 @@ from datetime import date
 from typing import Protocol
 
 from lastknown_graph.domain.models import Fact
+from lastknown_graph.domain.search import search_scope
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, LastknownError
 from lastknown_graph.llm import ChatModel
@@ -30,6 +31,7 @@ from lastknown_graph.mcp.schemas import (
     JobStatus,
     PremiseNotesResult,
     RememberResult,
+    SearchFilters,
     TimelineResult,
     WriteStatus,
 )
@@ -184,9 +186,11 @@ class MemoryService:
         who = self.users.user_for(user)
         return PremiseNotesResult(user=who, notes=self._memory(who).premise_notes(message))
 
-    def find(self, user: str | None, query: str, k: int) -> FindResult:
+    def find(self, user: str | None, query: str, k: int, filters: SearchFilters | None = None) -> FindResult:
         who = self.users.user_for(user)
-        return FindResult(user=who, facts=self._reader(who, search=True).find(query, k=k))
+        given = (filters or SearchFilters()).model_dump()
+        search_scope(**given)  # a malformed filter is refused before the embedder is opened
+        return FindResult(user=who, facts=self._reader(who, search=True).find(query, k=k, **given))
 
     def timeline(self, user: str | None) -> TimelineResult:
         who = self.users.user_for(user)

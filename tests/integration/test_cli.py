@@ -384,6 +384,36 @@ def test_find_returns_current_and_historical_facts_with_ids(
     assert run(model_env, "find", "x", "-k", "0", "--store", embedded(path), "--user", user).code == 3
 
 
+def test_find_filters_by_status_kind_topic_and_period(
+    model_env: dict[str, str], no_model_env: dict[str, str], alice: tuple[Path, str]
+) -> None:
+    path, user = alice
+
+    def found(*filters: str) -> set[str]:
+        result = ok(run(model_env, "find", "Lives in Portland", "-k", "5", *filters, "--store", embedded(path),
+                        "--user", user, "--json")).json()
+        return {h["fact"]["text"] for h in result["facts"]}
+
+    assert found("--status", "retired", "--status", "expired") == {"Lives in Portland", "Is on the train to work"}
+    assert found("--kind", "moment") == {"Is on the train to work", "Is making coffee before work"}
+    assert found("--topic", "location", "--status", "current") == {"Lives in a hot desert region"}
+    # Portland and the train ended on September 3: a period from that day on leaves them out.
+    assert found("--valid-between", "2024-09-03", "2024-12-31") == {
+        "Does not mind the rain", "Works at a bakery", "Lives in a hot desert region", "Is making coffee before work"}
+    assert found("--domain", "unassigned", "--topic", "job") == {"Works at a bakery"}
+    filters = ok(run(model_env, "find", "x", "--topic", "job", "--valid-between", "2024-01-01", "2024-02-10",
+                     "--store", embedded(path), "--user", user, "--json")).json()["filters"]
+    assert filters == {"topic": ["job"], "valid_between": ["2024-01-01", "2024-02-10"]}
+    # Refused before the embedder is loaded (it cannot be here: that would be exit code 5).
+    for bad in (["--status", "curent"], ["--kind", "event"], ["--valid-between", "2024-06-01", "2024-01-01"],
+                ["--domain", "Location"], ["-k", "0"]):
+        refused = run(no_model_env, "find", "x", *bad, "--store", embedded(path), "--user", user)
+        assert refused.code == 3, (bad, refused.err)
+        assert refused.out == "" and "lastknown: error:" in refused.err
+    assert run(no_model_env, "find", "x", "--valid-between", "2024-06-01", "--store", embedded(path),
+               "--user", user).code == 2
+
+
 # ---------------------------------------------------------------------------------------------- forgetting
 
 

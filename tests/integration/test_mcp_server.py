@@ -229,6 +229,11 @@ def test_remembered_facts_reach_the_context_and_a_change_retires_the_old_one(
         assert len(notes) == 1 and "Portland" in notes[0]
         hits = (await call(client, "find", query="where does the user live", k=3))["facts"]
         assert {"Lives in Portland", "Lives in a hot desert region"} <= {h["fact"]["text"] for h in hits}
+        retired = (await call(client, "find", query="where does the user live", k=3, status=["retired"]))["facts"]
+        assert [h["fact"]["text"] for h in retired] == ["Lives in Portland"]
+        since_sep = (await call(client, "find", query="where does the user live", k=3, topic=["location"],
+                                valid_between=["2024-09-03", "2024-12-31"]))["facts"]
+        assert [h["fact"]["text"] for h in since_sep] == ["Lives in a hot desert region"]
         then = (await call(client, "as_of", date="2024-05-01"))["facts"]
         assert "Lives in Portland" in {f["text"] for f in then}
         again = await call(client, "remember", messages=FEB, date="2024-02-10", session="s-feb")
@@ -266,6 +271,11 @@ def test_bad_arguments_another_user_and_unconfirmed_deletions_are_refused_and_ch
         assert "SessionConflictError" in await refused(
             client, "remember", messages=SEP, date="2024-02-10", session="s-feb")
         assert "k" in await refused(client, "find", query="home", k=0)
+        assert "status" in await refused(client, "find", query="home", status=["curent"])
+        assert "InvalidInputError: valid_between starts on 2024-06-01 after it ends on 2024-01-01" in await refused(
+            client, "find", query="home", valid_between=["2024-06-01", "2024-01-01"])
+        assert "InvalidInputError: domain 'Location' is not a domain name" in await refused(
+            client, "find", query="home", domain=["Location"])
         assert "max_tokens" in await refused(client, "context", max_tokens=3)
 
         for tool, arguments in (("context", {}), ("timeline", {}), ("find", {"query": "home"}),
