@@ -59,6 +59,7 @@ def test_readme_has_the_agent_undo_asyncio_and_langgraph_examples() -> None:
 def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     output = run_against_the_scripted_server(block_with("memory.save("), tmp_path, monkeypatch)
     assert "retired: Lives in Portland -> Lives in a hot desert region" in output
+    assert "lived in: ['Lives in Portland']" in output  # the filtered search: retired, on location, in spring
     assert "No longer true (kept for history):" in output
     assert "Lives in Portland" in output.split("No longer true")[1]
     assert (tmp_path / "alice.json").is_file()
