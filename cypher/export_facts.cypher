@@ -11,5 +11,5 @@ RETURN f {.id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .
          {relation: CASE type(r) WHEN 'SUPERSEDES' THEN 'supersedes' WHEN 'EXPIRES' THEN 'expires'
                     ELSE 'contradicts' END,
           old_fact_id: old.id, session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason,
-          overtaken: coalesce(r.overtaken, false)}] AS replacements
+          overtaken: coalesce(r.overtaken, false), recorded_at: r.recorded_at}] AS replacements
 ORDER BY f.id

@@ -4,6 +4,6 @@
 // example: :param user_id => "alice"
 MATCH (:User {id: $user_id})-[:HAD]->(s:Session)
 RETURN s.id AS id, s.date AS date, s.checked_domains AS checked_domains, s.checks AS checks, s.flagged AS flagged,
-       s.digest AS digest,
+       s.digest AS digest, s.recorded_at AS recorded_at,
        [(s)-[:CONTAINS]->(m:Message) | m {.id, .session_id, .index, .role, .text, .redacted}] AS messages
 ORDER BY id

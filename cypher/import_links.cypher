@@ -2,7 +2,8 @@
 // purpose: recreate CONFIRMED_IN, SUPERSEDES, EXPIRES and CONTRADICTS edges of a user from an export.
 // parameters: $user_id (string), $confirmations (list of {fact_id, session_id, at}),
 //             $replacements (list of {relation, new_fact_id, old_fact_id, session_id, at, stage, reason,
-//             overtaken})
+//             overtaken, recorded_at}); a recorded_at of null (an export from before links recorded it) leaves
+//             the property out
 // example: see tests/contract/test_store_contract.py (export/import round trip)
 CALL {
   UNWIND $confirmations AS c
@@ -16,18 +17,19 @@ CALL {
   MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
   // overtaken is stored only where true (null leaves the property out), as write_overtaken stores it.
   CREATE (new)-[:SUPERSEDES {session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason,
-                             overtaken: CASE WHEN r.overtaken THEN true END}]->(old)
+                             overtaken: CASE WHEN r.overtaken THEN true END, recorded_at: r.recorded_at}]->(old)
 }
 CALL {
   UNWIND [r IN $replacements WHERE r.relation = 'expires'] AS r
   MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
   MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
-  CREATE (new)-[:EXPIRES {session_id: r.session_id, at: r.at}]->(old)
+  CREATE (new)-[:EXPIRES {session_id: r.session_id, at: r.at, recorded_at: r.recorded_at}]->(old)
 }
 CALL {
   UNWIND [r IN $replacements WHERE r.relation = 'contradicts'] AS r
   MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
   MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
-  CREATE (new)-[:CONTRADICTS {session_id: r.session_id, at: r.at, reason: r.reason}]->(old)
+  CREATE (new)-[:CONTRADICTS {session_id: r.session_id, at: r.at, reason: r.reason,
+                              recorded_at: r.recorded_at}]->(old)
 }
 RETURN true AS done

@@ -1,6 +1,7 @@
 // name: write_session
-// purpose: create a session and its verbatim user messages.
-// parameters: $user_id, $session_id (strings), $date (date), $digest (sha256 hex of the user turns, or null),
+// purpose: create a session, recorded at the wall-clock time of its write, and its verbatim user messages.
+// parameters: $user_id, $session_id (strings), $date (date), $recorded_at (datetime),
+//             $digest (sha256 hex of the user turns, or null),
 //             $messages (list of {id, index, role, text}),
 //             $checked_domains (list of strings), $checks, $flagged (lists of integers, one per domain: conflict
 //             checks run in this session and how many reached stage 2)
@@ -8,7 +9,7 @@
 //          :param messages => [{id: "m-1", index: 0, role: "user", text: "I've been in Portland for years"}]
 MATCH (u:User {id: $user_id})
 CREATE (s:Session {id: $session_id, user_id: $user_id, date: $date, checked_domains: $checked_domains,
-                   checks: $checks, flagged: $flagged, digest: $digest})
+                   checks: $checks, flagged: $flagged, digest: $digest, recorded_at: $recorded_at})
 CREATE (u)-[:HAD]->(s)
 WITH s
 UNWIND $messages AS message

@@ -20,7 +20,8 @@ the purposes written in cypher/*.cypher):
       StoreError and nothing is written.
    d. A new fact starts ``current`` (``disputed`` when a Dispute names it as the new fact) with
       valid_from = the session's day, no valid_to, the write's recorded_at, and the set of its
-      source messages as provenance.
+      source messages as provenance. The session, and every link the write makes (f, g), carry the
+      write's recorded_at too.
    e. A confirmation records (fact, session, session day); its messages join the fact's provenance.
    f. A retirement makes the old fact ``retired`` with valid_to = the session's day and links
       new -supersedes-> old with the session, day, stage and reason. An expiry does the same
@@ -180,7 +181,7 @@ class ReferenceStore:
         day = session.date
         memory.sessions[session.id] = ExportedSession(
             id=session.id, date=day, checks=tuple(sorted(session.checks, key=lambda c: c.domain)),
-            digest=session.digest,
+            digest=session.digest, recorded_at=change.recorded_at,
         )
         for message in change.messages:
             memory.messages[message.id] = ExportedMessage(
@@ -204,24 +205,25 @@ class ReferenceStore:
             memory.links.append(ExportedReplacement(
                 relation="supersedes", new_fact_id=retirement.new_fact_id, old_fact_id=retirement.old_fact_id,
                 session_id=session.id, at=day, stage=retirement.stage, reason=retirement.reason,
+                recorded_at=change.recorded_at,
             ))
         for expiry in change.expiries:
             self._end(memory, expiry.old_fact_id, FactStatus.EXPIRED, day)
             memory.links.append(ExportedReplacement(
                 relation="expires", new_fact_id=expiry.new_fact_id, old_fact_id=expiry.old_fact_id,
-                session_id=session.id, at=day, stage=None, reason=None,
+                session_id=session.id, at=day, stage=None, reason=None, recorded_at=change.recorded_at,
             ))
         for dispute in change.disputes:
             memory.links.append(ExportedReplacement(
                 relation="contradicts", new_fact_id=dispute.new_fact_id, old_fact_id=dispute.old_fact_id,
-                session_id=session.id, at=day, stage=None, reason=dispute.reason,
+                session_id=session.id, at=day, stage=None, reason=dispute.reason, recorded_at=change.recorded_at,
             ))
         for late in change.overtaken:
             self._end(memory, late.new_fact_id, FactStatus.RETIRED, late.until)
             memory.links.append(ExportedReplacement(
                 relation="supersedes", new_fact_id=late.by_fact_id, old_fact_id=late.new_fact_id,
                 session_id=memory.facts[late.by_fact_id].session_id, at=late.until, stage=late.stage,
-                reason=late.reason, overtaken=True,
+                reason=late.reason, overtaken=True, recorded_at=change.recorded_at,
             ))
         return WriteOutcome(applied=True, already_written=False)
 

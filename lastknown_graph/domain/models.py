@@ -3,13 +3,16 @@
 The graph (see docs/graph-model.md):
 
 - ``(:User {id})``
-- ``(:Session {id, user_id, date})`` and ``(:User)-[:HAD]->(:Session)``
+- ``(:Session {id, user_id, date, recorded_at})`` and ``(:User)-[:HAD]->(:Session)``
 - ``(:Message {id, user_id, session_id, index, role, text, redacted})`` and ``(:Session)-[:CONTAINS]->(:Message)``
 - ``(:Fact {...})`` and ``(:User)-[:KNOWS]->(:Fact)``
 - ``(fact)-[:FROM]->(message)``: provenance, also for the messages that confirmed it
 - ``(fact)-[:CONFIRMED_IN {at}]->(session)``: a repetition in a later session
-- ``(new)-[:SUPERSEDES {session_id, at, stage, reason}]->(old)``: a retirement and its cause
-- ``(new)-[:EXPIRES {session_id, at}]->(old)``: a newer passing moment replaced an older one
+- ``(new)-[:SUPERSEDES {session_id, at, stage, reason, recorded_at}]->(old)``: a retirement and its cause
+- ``(new)-[:EXPIRES {session_id, at, recorded_at}]->(old)``: a newer passing moment replaced an older one
+
+``at`` is a session's date (when something became or stopped being true); ``recorded_at`` the wall-clock time of
+the write (when the memory learnt it), on sessions, facts and links.
 """
 
 from __future__ import annotations
@@ -502,6 +505,9 @@ class ExportedSession(Frozen):
     date: date
     checks: tuple[CheckCount, ...] = ()
     digest: Digest | None = None  # None: written before digests were kept
+    # The wall-clock time of the write; None: written before sessions recorded it (store/belief_time.py says how
+    # such a session is read).
+    recorded_at: UtcDatetime | None = None
 
 
 class DomainTelemetry(Frozen):
@@ -560,6 +566,9 @@ class ExportedReplacement(Frozen):
     # (Overtaken): the link names the replacing fact's session, but the old fact's session wrote it. Undo needs to
     # know which session wrote a link; exports from before this field read as False.
     overtaken: bool = False
+    # The wall-clock time of the write that made the link; None: written before links recorded it, when it was the
+    # time of the fact written with it (store/belief_time.py).
+    recorded_at: UtcDatetime | None = None
 
 
 def _cycles(edges: dict[str, list[str]]) -> list[list[str]]:

@@ -158,10 +158,14 @@ def _new_user_node(graph: nx.MultiDiGraph, user_id: str) -> None:
     graph.add_node(_user_key(user_id), label="User", id=user_id, epoch=uuid.uuid4().hex)
 
 # Nodes and edges are made here only, so a written session and an imported user have the same shape.
-def _add_session(graph: nx.MultiDiGraph, user_id: str, session: SessionRecord | ExportedSession) -> str:
+def _add_session(
+    graph: nx.MultiDiGraph, user_id: str, session: SessionRecord | ExportedSession, recorded_at: datetime | None,
+) -> str:
     key = _session_key(user_id, session.id)
+    # ``recorded_at`` only where known: a session imported from an older export stays as it was written.
+    moment = {"recorded_at": recorded_at} if recorded_at is not None else {}
     graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date, digest=session.digest,
-                   **checks_to_props(session.checks))
+                   **checks_to_props(session.checks), **moment)
     graph.add_edge(_user_key(user_id), key, key="HAD")
     return key
 
@@ -197,12 +201,14 @@ def _add_sources(graph: nx.MultiDiGraph, fact_id: str, message_ids: Sequence[str
 
 def _add_replacement(
     graph: nx.MultiDiGraph, edge: str, new_fact_id: str, old_fact_id: str, *, session_id: str, at: date,
-    stage: str | None, reason: str | None, overtaken: bool = False,
+    stage: str | None, reason: str | None, recorded_at: datetime | None, overtaken: bool = False,
 ) -> None:
-    # ``overtaken`` only where true: files stay as they were for every other link.
+    # ``overtaken`` only where true, ``recorded_at`` only where known (imports of older exports): files stay as they
+    # were for every other link.
     marker = {"overtaken": True} if overtaken else {}
+    moment = {"recorded_at": recorded_at} if recorded_at is not None else {}
     graph.add_edge(_fact_key(new_fact_id), _fact_key(old_fact_id), key=edge, session_id=session_id, at=at,
-                   stage=stage, reason=reason, **marker)
+                   stage=stage, reason=reason, **marker, **moment)
 
 
 
@@ -512,7 +518,7 @@ class EmbeddedStore:
             if user_key not in graph:
                 _new_user_node(graph, user_id)
             graph.nodes[user_key]["revision"] = revision + 1
-            _add_session(graph, user_id, session)
+            _add_session(graph, user_id, session, change.recorded_at)
             for message in change.messages:
                 _add_message(graph, user_id, session.id, message)
             disputed = change.disputed_fact_ids
@@ -533,20 +539,22 @@ class EmbeddedStore:
                                                                       valid_to=session.date)
                 _add_replacement(graph, "SUPERSEDES", retirement.new_fact_id, retirement.old_fact_id,
                                  session_id=session.id, at=session.date, stage=retirement.stage,
-                                 reason=retirement.reason)
+                                 reason=retirement.reason, recorded_at=change.recorded_at)
             for expiry in change.expiries:
                 graph.nodes[_fact_key(expiry.old_fact_id)].update(status=str(FactStatus.EXPIRED), valid_to=session.date)
                 _add_replacement(graph, "EXPIRES", expiry.new_fact_id, expiry.old_fact_id, session_id=session.id,
-                                 at=session.date, stage=None, reason=None)
+                                 at=session.date, stage=None, reason=None, recorded_at=change.recorded_at)
             for dispute in change.disputes:
                 _add_replacement(graph, "CONTRADICTS", dispute.new_fact_id, dispute.old_fact_id,
-                                 session_id=session.id, at=session.date, stage=None, reason=dispute.reason)
+                                 session_id=session.id, at=session.date, stage=None, reason=dispute.reason,
+                                 recorded_at=change.recorded_at)
             for late in change.overtaken:
                 graph.nodes[_fact_key(late.new_fact_id)].update(status=str(FactStatus.RETIRED), valid_to=late.until)
                 # Like every replacement, the link belongs to the session of the replacing fact.
                 _add_replacement(graph, "SUPERSEDES", late.by_fact_id, late.new_fact_id,
                                  session_id=graph.nodes[_fact_key(late.by_fact_id)]["session_id"], at=late.until,
-                                 stage=late.stage, reason=late.reason, overtaken=True)
+                                 stage=late.stage, reason=late.reason, recorded_at=change.recorded_at,
+                                 overtaken=True)
         return WriteOutcome(applied=True, already_written=False)
 
     def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
@@ -618,7 +626,7 @@ class EmbeddedStore:
             _refuse_used_ids(graph, [f.id for f in export.facts], [m.id for m in export.messages])
             _new_user_node(graph, user_id)
             for session in export.sessions:
-                _add_session(graph, user_id, session)
+                _add_session(graph, user_id, session, session.recorded_at)
             for message in export.messages:
                 _add_message(graph, user_id, message.session_id, message, redacted=message.redacted)
             for fact in export.facts:
@@ -631,7 +639,7 @@ class EmbeddedStore:
             for link in export.replacements:
                 _add_replacement(graph, _EDGE_OF_RELATION[link.relation], link.new_fact_id, link.old_fact_id,
                                  session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason,
-                                 overtaken=link.overtaken)
+                                 recorded_at=link.recorded_at, overtaken=link.overtaken)
 
     # ------------------------------------------------------------------ reads
 
@@ -859,7 +867,8 @@ class EmbeddedStore:
                     continue
                 session = graph.nodes[session_key]
                 sessions.append(ExportedSession(id=session["id"], date=session["date"],
-                                                checks=checks_from_props(session), digest=session.get("digest")))
+                                                checks=checks_from_props(session), digest=session.get("digest"),
+                                                recorded_at=session.get("recorded_at")))
                 for _, message_key, t2 in graph.out_edges(session_key, keys=True):
                     if t2 == "CONTAINS":
                         m = graph.nodes[message_key]
@@ -884,6 +893,7 @@ class EmbeddedStore:
                             new_fact_id=f["id"], old_fact_id=graph.nodes[target]["id"],
                             session_id=attrs["session_id"], at=attrs["at"], stage=attrs.get("stage"),
                             reason=attrs.get("reason"), overtaken=attrs.get("overtaken", False),
+                            recorded_at=attrs.get("recorded_at"),
                         ))
                 facts.append(ExportedFact(
                     id=f["id"], text=f["text"], topic=f["topic"], domain=f["domain"], inferred=f["inferred"],

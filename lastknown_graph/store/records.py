@@ -68,6 +68,11 @@ def to_moment(value: Any) -> datetime:
     return datetime.fromisoformat(str(value))
 
 
+def to_moment_or_none(value: Any) -> datetime | None:
+    """A moment, or None for a property written before it was recorded."""
+    return None if value is None else to_moment(value)
+
+
 def fact_from_map(
     props: Mapping[str, Any],
     confirmed_in: Iterable[str] = (),

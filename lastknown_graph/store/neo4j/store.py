@@ -70,6 +70,7 @@ from lastknown_graph.store.records import (
     require_importable,
     to_day,
     to_moment,
+    to_moment_or_none,
 )
 from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.store.undo import UserGraph, plan_undo, user_graph
@@ -250,7 +251,8 @@ class Neo4jStore:
     def apply(self, change: SessionWrite) -> WriteOutcome:
         self._require_dimension(change.embedding_dimension)
         session = change.session
-        common = {"user_id": change.user_id, "session_id": session.id, "date": session.date}
+        common = {"user_id": change.user_id, "session_id": session.id, "date": session.date,
+                  "recorded_at": change.recorded_at}
 
         def work(tx: ManagedTransaction) -> WriteOutcome:
             lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
@@ -270,7 +272,7 @@ class Neo4jStore:
                 {"id": m.id, "index": m.index, "role": str(m.role), "text": m.text} for m in change.messages
             ])
             if change.new_facts:
-                self._run(tx, "write_facts", **common, recorded_at=change.recorded_at, facts=[
+                self._run(tx, "write_facts", **common, facts=[
                     {"id": f.id, "text": f.text, "topic": f.topic, "domain": f.domain, "inferred": f.inferred,
                      "kind": str(f.kind), "embedding": list(f.embedding),
                      "embedding_f32": to_float32_bytes(f.embedding),
@@ -292,7 +294,7 @@ class Neo4jStore:
             if change.disputes:
                 self._run(tx, "write_disputes", **common, disputes=[d.model_dump() for d in change.disputes])
             if change.overtaken:
-                self._run(tx, "write_overtaken", user_id=change.user_id,
+                self._run(tx, "write_overtaken", user_id=change.user_id, recorded_at=change.recorded_at,
                           overtaken=[o.model_dump() for o in change.overtaken])
             self._run(tx, "bump_user_revision", user_id=change.user_id)
             return WriteOutcome(applied=True, already_written=False)
@@ -374,8 +376,8 @@ class Neo4jStore:
             self._refuse_used_ids(tx, [f.id for f in export.facts], [m.id for m in export.messages])
             self._run(
                 tx, "import_user", user_id=export.user_id,
-                sessions=[{"id": s.id, "date": s.date, "digest": s.digest, **checks_to_props(s.checks)}
-                          for s in export.sessions],
+                sessions=[{"id": s.id, "date": s.date, "digest": s.digest, "recorded_at": s.recorded_at,
+                           **checks_to_props(s.checks)} for s in export.sessions],
                 messages=[m.model_dump(mode="python") | {"role": str(m.role)} for m in export.messages],
             )
             self._run(tx, "import_facts", user_id=export.user_id, facts=[
@@ -643,7 +645,7 @@ class Neo4jStore:
                           fact_rows: list[dict[str, Any]]) -> UserExport:
         sessions = [
             ExportedSession(id=row["id"], date=to_day(row["date"]), checks=checks_from_props(row),
-                            digest=row.get("digest"))
+                            digest=row.get("digest"), recorded_at=to_moment_or_none(row.get("recorded_at")))
             for row in session_rows
         ]
         messages = [ExportedMessage(**m) for row in session_rows for m in row["messages"]]
@@ -660,7 +662,9 @@ class Neo4jStore:
                 for c in row["confirmations"]
             ]
             replacements += [
-                ExportedReplacement(new_fact_id=f["id"], **r | {"at": to_day(r["at"])}) for r in row["replacements"]
+                ExportedReplacement(new_fact_id=f["id"], **r | {"at": to_day(r["at"]),
+                                                                 "recorded_at": to_moment_or_none(r["recorded_at"])})
+                for r in row["replacements"]
             ]
         return assembled_export(user_id, sessions, messages, facts, confirmations, replacements)
 
