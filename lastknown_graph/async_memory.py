@@ -76,17 +76,17 @@ class AsyncMemory:
 
     # ------------------------------------------------------------------ reading
 
-    async def context(self, max_tokens: int | None = None) -> str:
-        return await self._in_thread(self.memory.context, max_tokens)
+    async def context(self, max_tokens: int | None = None, known_at: datetime | None = None) -> str:
+        return await self._in_thread(self.memory.context, max_tokens, known_at)
 
     async def current(self) -> list[Fact]:
         return await self._in_thread(self.memory.current)
 
-    async def history(self) -> list[HistoryEntry]:
-        return await self._in_thread(self.memory.history)
+    async def history(self, known_at: datetime | None = None) -> list[HistoryEntry]:
+        return await self._in_thread(self.memory.history, known_at)
 
-    async def as_of(self, day: date | datetime | str) -> list[Fact]:
-        return await self._in_thread(self.memory.as_of, day)
+    async def as_of(self, day: date | datetime | str, known_at: datetime | None = None) -> list[Fact]:
+        return await self._in_thread(self.memory.as_of, day, known_at)
 
     async def timeline(self) -> list[TimelineEvent]:
         return await self._in_thread(self.memory.timeline)

@@ -29,7 +29,8 @@ from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
 from lastknown_graph.pipeline.ranking import by_relevance, latest_day
 from lastknown_graph.pipeline.telemetry import domain_telemetry
 from lastknown_graph.store import ANY_STATUS, Store
-from lastknown_graph.store.records import current_of
+from lastknown_graph.store.belief_time import history_of, memory_known_at
+from lastknown_graph.store.records import current_of, most_recent_first
 
 # Conversation dates may be in the past (imports); a date after tomorrow is a caller bug.
 MAX_DAYS_AHEAD = 1
@@ -65,6 +66,16 @@ def day_argument(value: date | datetime | str, *, allow_future: bool = False) ->
     return day
 
 
+def moment_argument(value: object, what: str = "known_at") -> datetime:
+    """A moment from a caller: an aware datetime (a naive one could be any of 26 hours), in UTC."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{what} must be a datetime with a time zone, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(f"{what} {value.isoformat()} has no time zone, so it names no one moment: give one "
+                                "(datetime(..., tzinfo=UTC), or an ISO time ending in Z or +02:00)")
+    return value.astimezone(UTC)
+
+
 def id_argument(value: object, what: str) -> str:
     """An id from a caller, in NFC (so a decomposed "josé" is the same user as the composed one), checked."""
     try:
@@ -90,16 +101,17 @@ class MemoryReader:
 
     # ------------------------------------------------------------------ the state
 
-    def context(self, max_tokens: int | None = None) -> str:
+    def context(self, max_tokens: int | None = None, known_at: datetime | None = None) -> str:
         """Everything true about the user now, then what is no longer true, as prompt text.
 
         With ``max_tokens`` a long memory is trimmed: lasting and recent facts are kept first,
-        and the text says how many facts were left out.
+        and the text says how many facts were left out. With ``known_at`` (an aware datetime), the text the memory
+        gave at that moment, from what it had recorded by then (see ``history``).
         """
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
                                        or max_tokens < MIN_CONTEXT_TOKENS):
             raise InvalidInputError(f"max_tokens must be an integer >= {MIN_CONTEXT_TOKENS}, got {max_tokens!r}")
-        return self.context_of(self.store.history(self.user), max_tokens)
+        return self.context_of(self.history(known_at), max_tokens)
 
     def context_of(self, history: list[HistoryEntry], max_tokens: int | None = None) -> str:
         """The context rendered from a history already read (the current state is part of it: one read serves)."""
@@ -110,12 +122,29 @@ class MemoryReader:
     def current(self) -> list[Fact]:
         return self.store.current_facts(self.user)
 
-    def history(self) -> list[HistoryEntry]:
-        return self.store.history(self.user)
+    def history(self, known_at: datetime | None = None) -> list[HistoryEntry]:
+        """Every fact, oldest first, with what replaced it.
 
-    def as_of(self, day: date | datetime | str) -> list[Fact]:
-        """What was true about the user on ``day``."""
-        return self.store.state_as_of(self.user, day_argument(day, allow_future=True))
+        ``known_at`` (an aware datetime): the history as it stood at that moment, from when each write was recorded
+        (``recorded_at``), whatever the dates of its conversation: a conversation written later is not in it yet, a
+        retirement written later has not happened yet. Undo and forgetting remove history, so what they removed is
+        absent at every moment (docs/graph-model.md, "Belief time"). Before the user's first session was written:
+        ``UnknownUserError``. It reads the user's whole memory (an audit read, slower than the present).
+        """
+        if known_at is None:
+            return self.store.history(self.user)
+        moment = moment_argument(known_at)
+        return history_of(memory_known_at(self.store.export_user(self.user), moment))
+
+    def as_of(self, day: date | datetime | str, known_at: datetime | None = None) -> list[Fact]:
+        """What was true about the user on ``day``; with ``known_at`` (an aware datetime), what the memory held
+        about that day as it stood at that moment (see ``history``)."""
+        when = day_argument(day, allow_future=True)
+        if known_at is None:
+            return self.store.state_as_of(self.user, when)
+        return most_recent_first(entry.fact for entry in self.history(known_at)
+                                 if entry.fact.valid_from <= when and (entry.fact.valid_to is None
+                                                                       or entry.fact.valid_to > when))
 
     def timeline(self) -> list[TimelineEvent]:
         return self.store.timeline(self.user)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from datetime import UTC, datetime
 
 import pytest
 
@@ -120,9 +121,13 @@ def test_reads_answers_and_errors_are_the_synchronous_ones(store: Store, embedde
 
     async def scenario() -> None:
         await memory.write(["I live in Lyon now."], date="2024-01-10", session="s1")
+        lyon_only = datetime.now(UTC)
         await memory.write(["I live in Porto now."], date="2024-06-01", session="s2")
         assert await memory.context() == synchronous.context()
         assert [f.text for f in await memory.as_of("2024-03-01")] == ["Lives in Lyon"]
+        assert [f.text for f in await memory.as_of("2024-09-01", known_at=lyon_only)] == ["Lives in Lyon"]
+        assert await memory.context(known_at=lyon_only) == synchronous.context(known_at=lyon_only)
+        assert len(await memory.history(known_at=lyon_only)) == 1
         assert [h.fact.text for h in await memory.find("where does the user live", k=1)] == ["Lives in Porto"]
         assert [h.fact.text for h in await memory.find("where does the user live", k=1, status="retired",
                                                        valid_between=("2024-01-01", "2024-02-01"))] == ["Lives in Lyon"]
