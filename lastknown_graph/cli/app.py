@@ -48,6 +48,9 @@ from lastknown_graph.config import quiet_progress_bars
 
 Handler = Callable[[argparse.Namespace, Runtime], int]
 
+KNOWN_AT_HELP = ("a moment with its zone (2024-09-03T18:00:00Z): the memory as it stood then, from when each "
+                 "write was recorded (before the user's first session: exit code 6)")
+
 EXIT_CODES = """\
 exit codes:
   0  success
@@ -160,8 +163,10 @@ lastknown write --jsonl conversations.jsonl --keep-going --json
     context = _command(commands, common, "context", "print what is true now and what no longer is (prompt text)", """
 lastknown context --user alice
 lastknown context --user alice --max-tokens 500 --json
+lastknown context --user alice --known-at 2024-09-03T18:00:00Z   # what an answer was told at that moment
 """, run_context)
     context.add_argument("--max-tokens", type=int, help="trim a long memory to about this many tokens")
+    context.add_argument("--known-at", metavar="ISO", help=KNOWN_AT_HELP)
 
     ask = _command(commands, common, "ask", "answer a question with the user's memory (calls the LLM)", """
 lastknown ask --user alice "Rainy-day ideas for Portland?"
@@ -226,8 +231,10 @@ lastknown timeline --user alice --html alice-timeline.html    # one self-contain
 
     as_of = _command(commands, common, "as-of", "what was true on a past date", """
 lastknown as-of --user alice 2024-05-01
+lastknown as-of --user alice 2024-05-01 --known-at 2024-06-01T09:30:00+02:00   # as the memory stood then
 """, run_as_of)
     as_of.add_argument("date", help="YYYY-MM-DD")
+    as_of.add_argument("--known-at", metavar="ISO", help=KNOWN_AT_HELP)
 
     export = _command(commands, common, "export", "write the user's whole memory as JSON (embeddings included)", """
 lastknown export --user alice > alice.json

@@ -11,6 +11,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +64,32 @@ def _scored_json(hit: ScoredFact) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- reading
 
 
+def known_at_option(value: str | None) -> datetime | None:
+    """``--known-at``: an ISO date and time with its zone (``2024-09-03T18:00:00Z``, ``...+02:00``)."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InvalidInputError(f"--known-at: not an ISO date and time: {value[:40]!r}") from exc
+    if moment.tzinfo is None:
+        raise InvalidInputError(f"--known-at {value[:40]} has no time zone, so it names no one moment: end it in Z "
+                                "(UTC) or an offset such as +02:00")
+    return moment
+
+
+def _known_at_json(moment: datetime | None) -> dict[str, str]:
+    return {} if moment is None else {"known_at": moment.isoformat()}
+
+
 def run_context(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
     max_tokens: int | None = args.max_tokens
     if max_tokens is not None and max_tokens < MIN_CONTEXT_TOKENS:
         raise InvalidInputError(f"--max-tokens must be at least {MIN_CONTEXT_TOKENS}, got {max_tokens}")
-    text = rt.reader(user).context(max_tokens)
-    emit(rt.options, {"user": user, "context": text}, text)
+    known_at = known_at_option(args.known_at)
+    text = rt.reader(user).context(max_tokens, known_at=known_at)
+    emit(rt.options, {"user": user, **_known_at_json(known_at), "context": text}, text)
     return EXIT_OK
 
 
@@ -107,9 +127,12 @@ def run_as_of(args: argparse.Namespace, rt: Runtime) -> int:
         day = parse_day(args.date)
     except ValueError as exc:
         raise InvalidInputError(f"as-of: {exc}") from exc
-    facts = rt.reader(user).as_of(day)
-    emit(rt.options, {"user": user, "date": day.isoformat(), "facts": [_fact_json(f) for f in facts]},
-         facts_text(facts, f"(nothing was known about {user} on {day.isoformat()})"))
+    known_at = known_at_option(args.known_at)
+    facts = rt.reader(user).as_of(day, known_at=known_at)
+    as_it_stood = f" as the memory stood at {known_at.isoformat()}" if known_at is not None else ""
+    emit(rt.options,
+         {"user": user, "date": day.isoformat(), **_known_at_json(known_at), "facts": [_fact_json(f) for f in facts]},
+         facts_text(facts, f"(nothing was known about {user} on {day.isoformat()}{as_it_stood})"))
     return EXIT_OK
 
 

@@ -6,11 +6,11 @@ models (``WriteReport``, ``Fact``, ``TimelineEvent``, ...), so the wire says wha
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from lastknown_graph.domain.models import Fact, FactKind, FactStatus, ScoredFact, TimelineEvent
 from lastknown_graph.domain.reports import ForgetReport, WriteReport
@@ -39,6 +39,9 @@ PastDay = Annotated[date, Field(description="A past date, YYYY-MM-DD.")]
 SessionArgument = Annotated[str, Field(
     description="An id of this conversation, new for each one. Writing the same session with the same messages "
                 "again changes nothing; with other messages it is refused.")]
+KnownAt = Annotated[AwareDatetime | None, Field(
+    description="A past moment with its time zone, e.g. 2024-09-03T18:00:00Z: the memory as it stood then, from when "
+                "each conversation was written (not its date). Default: now.")]
 Confirm = Annotated[bool, Field(
     description="Deletion is permanent: pass true only when the user asked for it. Without it nothing is deleted.")]
 
@@ -78,6 +81,7 @@ class JobStatus(BaseModel):
 
 class ContextResult(BaseModel):
     user: str
+    known_at: datetime | None = Field(default=None, description="The moment the memory was read as of, if given.")
     context: str = Field(description="Everything true about the user now, then what is no longer true: prompt "
                                      "text for the system message.")
 
@@ -127,6 +131,7 @@ class TimelineResult(BaseModel):
 class AsOfResult(BaseModel):
     user: str
     date: date
+    known_at: datetime | None = Field(default=None, description="The moment the memory was read as of, if given.")
     facts: list[Fact] = Field(description="What was true about the user on that date.")
 
 

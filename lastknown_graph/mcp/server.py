@@ -30,6 +30,7 @@ from lastknown_graph.mcp.schemas import (
     ForgetResult,
     JobStatus,
     KindFilter,
+    KnownAt,
     Messages,
     PastDay,
     PeriodFilter,
@@ -101,11 +102,12 @@ def build_server(service: MemoryService) -> MCPServer:
     def context(
         max_tokens: Annotated[int | None, Field(ge=MIN_CONTEXT_TOKENS, description="Trim a long memory to about "
                                                 "this many tokens (lasting and recent facts first).")] = None,
+        known_at: KnownAt = None,
         user: UserArgument = user_default,
     ) -> ContextResult:
         """Everything true about the user now, then what is no longer true (since when, replaced by what): put it
         in the system prompt before answering."""
-        return answer(lambda: service.context(user, max_tokens))
+        return answer(lambda: service.context(user, max_tokens, known_at))
 
     def premise_notes(
         message: Annotated[str, Field(description="The user's message, before answering it.")],
@@ -131,9 +133,9 @@ def build_server(service: MemoryService) -> MCPServer:
         """What happened to the user's facts, in date order: added, confirmed, retired (by what, why), expired."""
         return answer(lambda: service.timeline(user))
 
-    def as_of(date: PastDay, user: UserArgument = user_default) -> AsOfResult:
-        """What was true about the user on a past date."""
-        return answer(lambda: service.as_of(user, date))
+    def as_of(date: PastDay, known_at: KnownAt = None, user: UserArgument = user_default) -> AsOfResult:
+        """What was true about the user on a past date (with known_at: as the memory held it at that moment)."""
+        return answer(lambda: service.as_of(user, date, known_at))
 
     def correct(
         statement: Annotated[str, Field(description="The user's own words saying why the fact is wrong, e.g. "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Protocol
 
 from lastknown_graph.domain.models import Fact
@@ -178,9 +178,10 @@ class MemoryService:
 
     # ------------------------------------------------------------------ reading
 
-    def context(self, user: str | None, max_tokens: int | None) -> ContextResult:
+    def context(self, user: str | None, max_tokens: int | None, known_at: datetime | None = None) -> ContextResult:
         who = self.users.user_for(user)
-        return ContextResult(user=who, context=self._reader(who).context(max_tokens))
+        return ContextResult(user=who, known_at=known_at,
+                             context=self._reader(who).context(max_tokens, known_at=known_at))
 
     def premise_notes(self, user: str | None, message: str) -> PremiseNotesResult:
         who = self.users.user_for(user)
@@ -196,9 +197,9 @@ class MemoryService:
         who = self.users.user_for(user)
         return TimelineResult(user=who, events=self._reader(who).timeline())
 
-    def as_of(self, user: str | None, day: date) -> AsOfResult:
+    def as_of(self, user: str | None, day: date, known_at: datetime | None = None) -> AsOfResult:
         who = self.users.user_for(user)
-        return AsOfResult(user=who, date=day, facts=self._reader(who).as_of(day))
+        return AsOfResult(user=who, date=day, known_at=known_at, facts=self._reader(who).as_of(day, known_at=known_at))
 
     # ------------------------------------------------------------------ forgetting
 

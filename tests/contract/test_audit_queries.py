@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import neo4j
 import neo4j.time
 import pytest
 
+from lastknown_graph import MemoryReader
 from lastknown_graph.domain.models import FactKind
 from lastknown_graph.store import Neo4jStore
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
@@ -350,6 +351,36 @@ def test_ended_without_cause_lists_facts_whose_replacement_was_forgotten(
         {"fact_id": scenario.facts["meat"], "fact_text": "Eats meat most days", "topic": "diet", "status": "retired",
          "valid_from": FEB, "valid_to": NOV, "forgotten_in": ["s-nov"]},
     ]
+
+
+def test_state_known_at_is_what_the_memory_held_about_a_day_at_a_moment(
+    driver: neo4j.Driver, store: Neo4jStore, scenario: History
+) -> None:
+    recorded = {f.id: f.recorded_at for f in store.facts_by_id(scenario.user, list(scenario.facts.values()))}
+    after_sep, after_feb = recorded[scenario.facts["desert"]], recorded[scenario.facts["portland"]]
+    october = date(2024, 10, 1)
+    rows = run(driver, "audit_state_known_at", user_id=scenario.user, day=october, known_at=after_sep)
+    # Right after September's write: the desert was still current (October's Phoenix came later), nursing too
+    # (November's studies came later); meat's end has no link since its cause was forgotten, so it is as stored.
+    assert sorted((r["fact_text"], r["status"], r["valid_to"], r["ended_by"]) for r in rows) == [
+        ("Does not mind the rain", "current", None, None),
+        ("Eats meat most days", "retired", NOV, None),
+        ("Is cooking dinner right now", "current", None, None),
+        ("Lives in a hot desert region", "current", None, None),
+        ("Works as a nurse", "current", None, None),
+    ]
+    held = MemoryReader(store, scenario.user).as_of(october, known_at=after_sep)  # the library agrees, in order
+    assert [(r["fact_id"], r["status"], r["valid_to"]) for r in rows] == [(f.id, f.status, f.valid_to) for f in held]
+    feb_rows = run(driver, "audit_state_known_at", user_id=scenario.user, day=october, known_at=after_feb)
+    assert {r["fact_text"] for r in feb_rows} == {
+        "Lives in Portland", "Does not mind the rain", "Is on a train right now", "Works as a teacher",
+        "Teaches at Lincoln High", "Eats meat most days"}
+    [portland] = [r for r in run(driver, "audit_state_known_at", user_id=scenario.user, day=date(2024, 9, 2),
+                                 known_at=after_sep) if r["fact_text"] == "Lives in Portland"]
+    assert (portland["status"], portland["valid_to"], portland["ended_by"]) == (
+        "retired", SEP, "Lives in a hot desert region")
+    assert run(driver, "audit_state_known_at", user_id=scenario.user, day=october,
+               known_at=after_feb - timedelta(microseconds=1)) == []
 
 
 # ---------------------------------------------------------------------------------------------- integrity

@@ -16,6 +16,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -382,6 +383,38 @@ def test_find_returns_current_and_historical_facts_with_ids(
     assert found["Lives in Portland"]["similarity"] == pytest.approx(1.0, abs=1e-5)
     assert all(h["fact"]["id"].startswith("fact-") and h["relevance"] is not None for h in hits)
     assert run(model_env, "find", "x", "-k", "0", "--store", embedded(path), "--user", user).code == 3
+
+
+def test_as_of_and_context_known_at_show_the_memory_as_it_stood_then(
+    model_env: dict[str, str], no_model_env: dict[str, str], tmp_path: Path
+) -> None:
+    store, user = embedded(tmp_path / "memory.json"), new_user("belief")
+    before = datetime.now(UTC)
+    ok(run(model_env, "write", "--store", store, "--user", user, "--date", "2024-02-10", "--session", "s-feb", *FEB))
+    after_feb = datetime.now(UTC)
+    context_after_feb = ok(run(no_model_env, "context", "--store", store, "--user", user)).out
+    ok(run(model_env, "write", "--store", store, "--user", user, "--date", "2024-09-03", "--session", "s-sep", *SEP))
+
+    def as_of(day: str, known_at: datetime) -> set[str]:
+        result = ok(run(no_model_env, "as-of", day, "--known-at", known_at.isoformat(), "--store", store, "--user",
+                        user, "--json")).json()
+        assert result["known_at"] == known_at.isoformat()
+        return {f["text"] for f in result["facts"]}
+
+    # In February's memory Portland still held in October; September's write retired it.
+    assert "Lives in Portland" in as_of("2024-10-01", after_feb)
+    assert "Lives in Portland" not in as_of("2024-10-01", datetime.now(UTC))
+    zulu = after_feb.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    assert ok(run(no_model_env, "context", "--known-at", zulu, "--store", store, "--user", user)).out == \
+        context_after_feb
+    assert "No longer true" not in context_after_feb
+    naive = run(no_model_env, "as-of", "2024-10-01", "--known-at", "2024-09-01T12:00:00", "--store", store,
+                "--user", user)
+    assert naive.code == 3 and "no time zone" in naive.err
+    assert run(no_model_env, "context", "--known-at", "soon", "--store", store, "--user", user).code == 3
+    early = run(no_model_env, "as-of", "2024-10-01", "--known-at", before.isoformat(), "--store", store, "--user",
+                user)
+    assert early.code == 6 and "no memory yet" in early.err
 
 
 def test_find_filters_by_status_kind_topic_and_period(

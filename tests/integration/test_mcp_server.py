@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -215,6 +216,7 @@ def test_remembered_facts_reach_the_context_and_a_change_retires_the_old_one(
         assert {a["text"] for a in first["report"]["added"]} == {"Lives in Portland", "Does not mind the rain"}
         context = (await call(client, "context"))["context"]
         assert "Lives in Portland" in context and "No longer true" not in context
+        after_feb = datetime.now(UTC).isoformat()
 
         # The change is written in the background; the status says when, with the write's own report.
         done = await written_in_background(client, user, SEP, "2024-09-03", "s-sep")
@@ -236,6 +238,9 @@ def test_remembered_facts_reach_the_context_and_a_change_retires_the_old_one(
         assert [h["fact"]["text"] for h in since_sep] == ["Lives in a hot desert region"]
         then = (await call(client, "as_of", date="2024-05-01"))["facts"]
         assert "Lives in Portland" in {f["text"] for f in then}
+        believed = await call(client, "as_of", date="2024-10-01", known_at=after_feb)  # before September's write
+        assert [f["text"] for f in believed["facts"] if f["topic"] == "location"] == ["Lives in Portland"]
+        assert (await call(client, "context", known_at=after_feb))["context"] == context
         again = await call(client, "remember", messages=FEB, date="2024-02-10", session="s-feb")
         assert again["status"] == "already_written"
 
@@ -277,6 +282,8 @@ def test_bad_arguments_another_user_and_unconfirmed_deletions_are_refused_and_ch
         assert "InvalidInputError: domain 'Location' is not a domain name" in await refused(
             client, "find", query="home", domain=["Location"])
         assert "max_tokens" in await refused(client, "context", max_tokens=3)
+        assert "known_at" in await refused(client, "as_of", date="2024-05-01", known_at="2024-05-01T12:00:00")
+        assert "UnknownUserError" in await refused(client, "as_of", date="2024-05-01", known_at="2001-01-01T00:00:00Z")
 
         for tool, arguments in (("context", {}), ("timeline", {}), ("find", {"query": "home"}),
                                 ("forget", {"fact_ids": [portland], "confirm": True}),
