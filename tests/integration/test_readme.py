@@ -50,10 +50,18 @@ def block_with(marker: str) -> str:
     return block
 
 
-def test_readme_has_the_agent_undo_asyncio_and_langgraph_examples() -> None:
+def test_readme_has_the_agent_undo_belief_time_asyncio_and_langgraph_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 4
-    assert [block_with(m) for m in ("memory.save(", "memory.undo(", "AsyncMemory", "MemoryNodes")] == blocks
+    assert len(blocks) == 5
+    assert [block_with(m) for m in ("memory.save(", "memory.undo(", "known_at=", "AsyncMemory", "MemoryNodes")
+            ] == blocks
+
+
+def test_readme_belief_time_example_shows_a_late_conversation_unknown_before_its_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    output = run_against_the_scripted_server(block_with("known_at="), tmp_path, monkeypatch).splitlines()
+    assert output == ["['Lives in Portland']", "[]", "False True"]
 
 
 def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
