@@ -105,9 +105,9 @@ def test_readme_langgraph_example_gives_the_agents_model_the_memory_and_a_premis
         agent, chat, writer = namespace["build_agent"](replies), namespace["chat"], namespace["nodes"].writer
         try:
             assert chat(agent, FEBRUARY[0], thread="february") == "(scripted) one"
-            writer.flush(timeout=120)  # the next conversation is to see this one
+            writer.wait(timeout=120)  # the next conversation is to see this one
             chat(agent, SEPTEMBER[0], thread="september")
-            writer.flush(timeout=120)
+            writer.wait(timeout=120)
             assert chat(agent, "Rainy-day ideas for Portland?", thread="later") == "(scripted) three"
         finally:
             writer.close()
