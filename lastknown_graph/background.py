@@ -431,6 +431,8 @@ class BackgroundWriter:
         """
         self._refuse_in_worker(f"{action}()")
         with self._lock:
+            # A closed writer's queued writes wait in its spool for the next writer, which erases them with the rest.
+            self._refuse_when_closed("nothing was erased: erase through a writer open on its spool directory")
             self._erasing[user] += 1
             running = [job.future for job in self._jobs.values() if job.user == user and job.state is JobState.RUNNING]
         try:
@@ -626,9 +628,9 @@ class BackgroundWriter:
             raise SpoolError(f"the spool directory holds a write for user {entry.user!r}, but this writer writes for "
                              f"{self._memory.user!r} only: start it with memory_for (a function of the user id)")
 
-    def _refuse_when_closed(self) -> None:
+    def _refuse_when_closed(self, consequence: str = "nothing was queued") -> None:
         if self._closed:
-            raise WriterClosedError("the BackgroundWriter was closed; nothing was queued")
+            raise WriterClosedError(f"the BackgroundWriter was closed; {consequence}")
 
     def _refuse_in_worker(self, action: str) -> None:
         if threading.get_ident() == self._worker_thread:

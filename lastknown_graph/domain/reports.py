@@ -159,8 +159,9 @@ class JobStatus(Report):
     error_type: str | None = Field(default=None, description="The class of the error, when it failed.")
     error: str | None = Field(default=None, description="The typed error, ClassName: message, when it failed.")
     retryable: bool = Field(default=False, description="A failure that passes (the model's server or the database "
-                                                       "was unreachable): its words are kept, and retry() or the "
-                                                       "next start on the same spool directory writes them.")
+                                                       "was unreachable): the writer keeps the words and writes them "
+                                                       "when retried, or at its next start on the same spool "
+                                                       "directory. Writing the same session again also settles it.")
 
 
 class ForgetReport(Report):

@@ -257,6 +257,8 @@ def test_a_closed_writer_takes_no_more_writes() -> None:
     writer.close()
     with pytest.raises(WriterClosedError):
         writer.submit(["I live in Lyon."], "2024-01-10", "s1")
+    with pytest.raises(WriterClosedError):
+        writer.delete_user()  # its spool may be another writer's by now: that one erases what is left in it
     with pytest.raises(InvalidInputError, match="spool_dir"):
         BackgroundWriter(memory_with(lives_in)).close(finish=False)  # would lose what is queued
 
