@@ -30,7 +30,7 @@ from bench.stale.dataset import (
     load_scenarios,
 )
 from bench.stale.judge import EXTRAS_FILE, RUBRIC_FILE, Judge, JudgePrompt
-from bench.stale.peers import PEERS, PeerNotInstalledError, installed_version
+from bench.stale.peers import GRAPHITI, MEM0, PEERS, PeerNotInstalledError, installed_version
 from bench.stale.report import generated_markdown, report_path, summary_json, summary_json_path
 from bench.stale.runner import PEER_VERSIONS, RunMismatchError, RunPlan, run
 from bench.stale.scripted import BEHAVIOURS, EMBEDDING_DIMENSION, LABEL, Behaviour, scripted_rules
@@ -163,6 +163,18 @@ def _layout(args: argparse.Namespace) -> Layout:
     )
 
 
+def preload_peers(peers: Sequence[str]) -> None:
+    """Import each peer's package now (mem0's brings torch along, a minute on a busy machine), not in a scenario."""
+    if MEM0 in peers:
+        from bench.stale.peers.mem0_system import preload as preload_mem0
+
+        preload_mem0()
+    if GRAPHITI in peers:
+        from bench.stale.peers.graphiti_system import preload as preload_graphiti
+
+        preload_graphiti()
+
+
 class PeerEndpoint(NamedTuple):
     """Where the run's model and embeddings are, as the peers' own clients need them spelled out."""
 
@@ -208,6 +220,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if missing:
         print(f"bench.stale: {PeerNotInstalledError(missing[0])}", file=sys.stderr)
         return 2
+    preload_peers(peers)
     judged = args.judge == "llm" or (args.judge is None and (args.judge_base_url is not None or behaviour is not None))
     skeletons = args.skeletons or any(s.haystack_session is None for s in scenarios)
     layout = _layout(args)

@@ -71,6 +71,11 @@ def _mem0() -> Any:
     return Memory
 
 
+def preload() -> None:
+    """Import mem0 (and with it torch and Qdrant) before the run, so the import is in no scenario's seconds."""
+    _mem0()
+
+
 def unreadable_extraction(content: str | None) -> str | None:
     """Why mem0 would drop this extraction reply (stored nothing), or None when it reads it as mem0 does."""
     from mem0.memory.utils import extract_json, remove_code_blocks
