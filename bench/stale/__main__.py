@@ -190,7 +190,7 @@ def peer_settings(args: argparse.Namespace, llm: LLM, endpoint: PeerEndpoint) ->
         timeout_s=args.timeout_s, max_retries=args.max_retries,
         embed_base_url=endpoint.embed_base_url, embed_model=endpoint.embed_model,
         neo4j_uri=args.graphiti_neo4j_uri or args.neo4j_uri or load_settings().neo4j_uri,
-        graphiti_max_coroutines=args.graphiti_max_coroutines,
+        graphiti_max_coroutines=args.graphiti_max_coroutines, thinking_switch=args.thinking_switch,
     )
 
 

@@ -61,6 +61,7 @@ class PeerSettings:
     embed_model: str | None = None
     neo4j_uri: str | None = None  # graphiti's store
     graphiti_max_coroutines: int | None = None  # None: graphiti's default (SEMAPHORE_LIMIT, 20)
+    thinking_switch: bool = False  # the run's --thinking-switch, for the peers' requests too
 
 
 @dataclass

@@ -103,6 +103,18 @@ def test_the_counting_transport_labels_each_call_and_counts_only_completions() -
         1, 4, 2)  # the double counts words: "how are you today", "fine thanks"
 
 
+def test_the_thinking_switch_reaches_the_peers_requests() -> None:
+    with ScriptedLLMServer([Rule(reply="ok")]) as server:
+        counter = CallCounter(thinking_switch=True)
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0,
+                               http_client=httpx2.Client(transport=CountingTransport(counter)))
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        [sent] = server.chat_requests()
+    assert sent.body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert sent.body["messages"] == [{"role": "user", "content": "hi"}]  # the rest of the request as it was
+    assert counter.meter.total().calls == 1
+
+
 # ----- the peers through the harness (the extra needed) -------------------------------------------------------
 
 

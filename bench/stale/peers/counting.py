@@ -8,7 +8,9 @@ the numbers are what the server really did. Like the library's ``UsageMeter``, a
 5xx, a timeout) costs no tokens and is not counted.
 
 The purpose also goes out in the ``X-Lastknown-Purpose`` header, as the library's own calls do: real servers ignore
-it, and the scripted test double uses it to pick its rule.
+it, and the scripted test double uses it to pick its rule. With the run's ``--thinking-switch`` the transport adds
+``chat_template_kwargs: {"enable_thinking": false}`` to each chat request, as our client does for our systems, since
+neither peer can send it and a Qwen3 reply that opens with its thinking is no JSON to either of them.
 """
 
 from __future__ import annotations
@@ -49,16 +51,24 @@ class CallCounter:
     """The meter the transports record on; the adapter points it at the running phase's meter."""
 
     meter: UsageMeter = field(default_factory=UsageMeter)
+    thinking_switch: bool = False  # send chat_template_kwargs.enable_thinking = false (Qwen3 on vLLM / SGLang)
 
     def start_phase(self) -> UsageMeter:
         """A fresh meter for the next phase; the previous one keeps what it counted."""
         self.meter = UsageMeter()
         return self.meter
 
-    def label(self, request: httpx2.Request) -> str:
+    def prepare(self, request: httpx2.Request) -> tuple[str, httpx2.Request]:
+        """The call's purpose, and the request as it goes out: labelled, and without thinking when switched off."""
         name = current_purpose()
         request.headers[PURPOSE_HEADER] = name
-        return name
+        if not (self.thinking_switch and request.url.path.endswith("/chat/completions")):
+            return name, request
+        body = json.loads(request.content)
+        body["chat_template_kwargs"] = {**body.get("chat_template_kwargs", {}), "enable_thinking": False}
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+        return name, httpx2.Request(request.method, request.url, headers=headers, content=json.dumps(body).encode(),
+                                    extensions=request.extensions)
 
     def record(self, name: str, request: httpx2.Request, body: bytes, status: int) -> None:
         if status != 200 or not request.url.path.endswith("/chat/completions"):
@@ -84,7 +94,7 @@ class CountingTransport(httpx2.BaseTransport):
         self._inner = inner or httpx2.HTTPTransport()
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        name = self._counter.label(request)
+        name, request = self._counter.prepare(request)
         response = self._inner.handle_request(request)
         body = response.read()  # the client reads it again from the response's cache
         self._counter.record(name, request, body, response.status_code)
@@ -102,7 +112,7 @@ class AsyncCountingTransport(httpx2.AsyncBaseTransport):
         self._inner = inner or httpx2.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        name = self._counter.label(request)
+        name, request = self._counter.prepare(request)
         response = await self._inner.handle_async_request(request)
         body = await response.aread()  # the client reads it again from the response's cache
         self._counter.record(name, request, body, response.status_code)

@@ -113,7 +113,7 @@ class GraphitiSystem:
             raise SystemFailure("graphiti needs a Neo4j: give --graphiti-neo4j-uri (or --neo4j-uri)")
         mode: Literal["json_schema", "json_object"] = (
             "json_schema" if resources.llm.capabilities().structured_mode == "json_schema" else "json_object")
-        counter = CallCounter()
+        counter = CallCounter(thinking_switch=peers.thinking_switch)
         settings = load_settings()
         loop = asyncio.Runner()
 

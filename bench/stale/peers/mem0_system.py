@@ -122,7 +122,7 @@ class Mem0System:
     def start(cls, resources: Resources, peers: PeerSettings, user_id: str) -> Mem0System:
         memory_class = _mem0()
         directory = Path(tempfile.mkdtemp(prefix="stale-mem0-"))
-        counter = CallCounter()
+        counter = CallCounter(thinking_switch=peers.thinking_switch)
         unreadable: list[str] = []
 
         def check_reply(_llm: object, response: Any, _params: object) -> None:
