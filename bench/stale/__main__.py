@@ -260,6 +260,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         extras_prompt = args.judge_extras_prompt or EXTRAS_FILE
         judge = Judge(judge_llm, JudgePrompt.load(judge_prompt), JudgePrompt.load(extras_prompt)) if judged else None
         types = Counter(s.type for s in scenarios)
+        peer_config = peer_settings(args, llm, peer_endpoint) if peers else None
         meta = {
             "label": label, "data": _shown(data), "mode": "evidence-only" if skeletons else "full haystack",
             "layout": (f"{layout.filler_sessions} filler sessions of {layout.filler_turns_per_session} turns"
@@ -279,6 +280,8 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
             "history_max_chars": args.history_max_chars, "rag_k": args.rag_k,
             PEER_VERSIONS: {system: installed_version(system) for system in peers},
+            "graphiti_store": (f"Neo4j at {peer_config.neo4j_uri}, one group per scenario"
+                               if peer_config is not None and GRAPHITI in peers else None),
             "command": invocation("python -m bench.stale", argv),
             # A run resumed under other prompts or rules would mix two memories in one table.
             "code": library_version(),
@@ -289,7 +292,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         resources = Resources(llm=llm, embedder=embedder, neo4j=neo4j, history_max_chars=args.history_max_chars,
                               rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens,
                               conflict_settings=ConflictSettings(stage1_flag_below=args.stage1_flag_below),
-                              peers=peer_settings(args, llm, peer_endpoint) if peers else None)
+                              peers=peer_config)
         try:
             summary = run(plan, resources, judge)
         except RunMismatchError as exc:

@@ -177,6 +177,11 @@ def test_each_peer_runs_a_skeleton_grades_it_and_counts_its_own_calls(
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert run["peer_versions"] == {system: installed_version(system) for system in PEERS}
     assert main(["report", "--out", str(out), "--name", "peers", "--results-dir", str(reports)]) == 0
+    markdown = (reports / "stale-peers.md").read_text(encoding="utf-8")
+    assert f"mem0 (mem0ai {installed_version(MEM0)})" in markdown  # the results file names what was compared
+    assert f"graphiti (graphiti-core {installed_version(GRAPHITI)})" in markdown
+    scores = markdown.split("## Judge-free scores", 1)[1].split("\n## ", 1)[0]
+    assert all(f"| {system} | 1 | 0 | **100%** | **100%** | 1 |" in scores for system in PEERS), scores
     systems = json.loads((reports / "stale-peers.summary.json").read_text(encoding="utf-8"))["systems"]
     assert {system: (systems[system]["sr_det"], systems[system]["keeps_new_det"]) for system in PEERS} == {
         MEM0: (1.0, 1.0), GRAPHITI: (1.0, 1.0)}
