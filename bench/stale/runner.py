@@ -23,7 +23,7 @@ from bench.stale.records import (
     read_results,
     results_path,
 )
-from bench.stale.systems import MemorySystem, Resources, SystemFailure, make_system, user_id_for
+from bench.stale.systems import MemorySystem, Resources, System, SystemFailure, make_system, user_id_for
 from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.errors import LastknownError
 
@@ -130,7 +130,7 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
         error = f"{type(exc).__name__}: {exc}" if isinstance(exc, LastknownError) else str(exc)
         return ScenarioResult(**base, status="error", error=error, probes=probes, usage=usage, seconds=seconds)
     finally:
-        system.close()
+        _close(system)
     if judge is None:
         return ScenarioResult(**base, status="ok", probes=probes, linkage=linkage, checks=checks, usage=usage,
                               seconds=seconds)
@@ -141,6 +141,14 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
     return ScenarioResult(**base, status="ok", probes=probes, grades=judgement.grades,
                           judge_errors=judgement.errors, linkage=linkage, checks=checks, usage=usage,
                           seconds=seconds)
+
+
+def _close(system: System) -> None:
+    """A system that fails to release what it held has still answered: its result is kept, the failure logged."""
+    try:
+        system.close()
+    except Exception:
+        logger.exception("closing %s failed", system.name)
 
 
 def pending(plan: RunPlan) -> tuple[list[tuple[Scenario, str]], int]:

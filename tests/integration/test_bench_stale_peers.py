@@ -115,6 +115,15 @@ def test_the_thinking_switch_reaches_the_peers_requests() -> None:
     assert counter.meter.total().calls == 1
 
 
+@pytest.mark.skipif(not MISSING, reason="the peers extra is installed here, so the run does not refuse")
+def test_without_the_extra_a_peer_run_is_refused_with_what_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--quick", "--system", "memory", "mem0", "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    assert "pip install -e '.[local,peers]'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # refused before anything ran
+
+
 # ----- the peers through the harness (the extra needed) -------------------------------------------------------
 
 

@@ -101,6 +101,7 @@ class GraphitiSystem:
     answer_max_tokens: int
     counter: CallCounter
     loop: asyncio.Runner
+    client: openai.AsyncOpenAI
     name: str = GRAPHITI
     ingest_usage: dict[str, UsageCounts] = field(default_factory=dict)
 
@@ -136,7 +137,7 @@ class GraphitiSystem:
             loop.close()
             raise SystemFailure(f"graphiti could not start: {type(exc).__name__}: {exc}") from exc
         return cls(graphiti=graphiti, episode_type=episode_type, group_id=user_id, llm=resources.llm,
-                   answer_max_tokens=resources.answer_max_tokens, counter=counter, loop=loop)
+                   answer_max_tokens=resources.answer_max_tokens, counter=counter, loop=loop, client=client)
 
     def _run(self, step: Coroutine[Any, Any, T]) -> T:
         return self.loop.run(step)
@@ -171,7 +172,13 @@ class GraphitiSystem:
         return Probed(probed.result, combined(usage_report(meter), probed.usage))
 
     def close(self) -> None:
+        async def close_all() -> None:
+            try:
+                await self.graphiti.close()
+            finally:
+                await self.client.close()
+
         try:
-            self._run(self.graphiti.close())
+            self._run(close_all())
         finally:
             self.loop.close()

@@ -45,6 +45,7 @@ from bench.stale.peers import MEM0, PeerNotInstalledError
 from bench.stale.peers.counting import CallCounter, CountingTransport, purpose
 from bench.stale.records import Probed, add_usage, combined
 from bench.stale.systems import PeerSettings, Resources, SystemFailure
+from lastknown_graph.config import load_settings
 from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.embedders.local import bundled_minilm_path
 from lastknown_graph.llm import LLM
@@ -101,7 +102,7 @@ def _embedder_config(resources: Resources, peers: PeerSettings) -> dict[str, Any
         return {"provider": "huggingface", "config": {"huggingface_base_url": peers.embed_base_url,
                                                       "model": peers.embed_model, "embedding_dims": dimension,
                                                       "api_key": "unused"}}
-    local = os.environ.get("LASTKNOWN_EMBED_MODEL") or str(bundled_minilm_path())
+    local = load_settings().embed_model or str(bundled_minilm_path())  # what LocalEmbedder loads
     return {"provider": "huggingface", "config": {"model": local, "embedding_dims": dimension,
                                                   "model_kwargs": {"device": "cpu", "local_files_only": True}}}
 
