@@ -29,6 +29,7 @@ from bench.stale.deterministic import keeps_new_passed, sr_passed, summary
 from bench.stale.peers import GRAPHITI, MEM0, PEERS, installed_version
 from bench.stale.peers.counting import CallCounter, CountingTransport, purpose
 from bench.stale.records import ScenarioResult, read_results
+from bench.stale.runner import RunMismatchError, check_identity
 from bench.stale.scripted import EMBEDDING_DIMENSION, scripted_rules
 from bench.stale.scripted_peers import SCHEMA_IN_PROMPT, minimal_instance, request_schema
 from lastknown_graph.llm.wire import PURPOSE_HEADER
@@ -113,6 +114,17 @@ def test_the_thinking_switch_reaches_the_peers_requests() -> None:
     assert sent.body["chat_template_kwargs"] == {"enable_thinking": False}
     assert sent.body["messages"] == [{"role": "user", "content": "hi"}]  # the rest of the request as it was
     assert counter.meter.total().calls == 1
+
+
+def test_a_peer_joins_a_run_directory_later_but_never_in_another_version(tmp_path: Path) -> None:
+    identity = {"label": "model m", "model": "m", "code": "abc1234"}
+    check_identity(tmp_path, {**identity, "systems": ["memory"], "peer_versions": {}})
+    check_identity(tmp_path, {**identity, "systems": [MEM0], "peer_versions": {MEM0: "2.2.1"}})
+    check_identity(tmp_path, {**identity, "systems": [GRAPHITI], "peer_versions": {GRAPHITI: "0.31.2"}})
+    run = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert (run["systems"], run["peer_versions"]) == ([GRAPHITI, MEM0, "memory"], {MEM0: "2.2.1", GRAPHITI: "0.31.2"})
+    with pytest.raises(RunMismatchError, match=r"peer_versions\.mem0: '2\.2\.1' -> '2\.3\.0'"):
+        check_identity(tmp_path, {**identity, "systems": [MEM0], "peer_versions": {MEM0: "2.3.0"}})
 
 
 @pytest.mark.skipif(not MISSING, reason="the peers extra is installed here, so the run does not refuse")
