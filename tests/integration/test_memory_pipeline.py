@@ -113,6 +113,17 @@ def llamacpp_server() -> Iterator[ScriptedLLMServer]:
         yield scripted
 
 
+@pytest.fixture(params=sorted(SERVERS))
+def server_kind(request: pytest.FixtureRequest) -> str:
+    """One of SERVERS, for a test that puts its own rules in front of the scenario's."""
+    return str(request.param)
+
+
+def scripted_server(kind: str, rules: list[Rule]) -> ScriptedLLMServer:
+    """A server of ``kind`` that tries ``rules`` before the scenario's."""
+    return ScriptedLLMServer([*rules, *scenario_rules()], **SERVERS[kind])
+
+
 def memory_for(server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store) -> Memory:
     llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
     return Memory(llm, embedder, user=new_user(), store=store)
@@ -267,6 +278,53 @@ def test_facts_copied_from_the_prompts_example_are_dropped_and_unsourced_stateme
     assert example in json.dumps(extraction_request.messages[:-1]) and said in extraction_request.last_user_message
 
 
+def test_a_stated_city_the_user_never_wrote_is_rejected_and_cannot_retire_theirs(
+    server_kind: str, embedder: LocalEmbedder, store: Store
+) -> None:
+    """The model names a city the user never wrote; were it stored, both stages would retire Portland for it."""
+    rules = [
+        Rule(purpose="extraction", contains="keys to our new place", reply=Reply.json({"facts": [
+            fact("Lives in Seattle", "location"),
+            fact("Got the keys to a new place", "home"),
+        ]})),
+        Rule(purpose="stage1", contains=["Lives in Portland", "Seattle"], reply=still_true(0.05)),
+        Rule(purpose="stage2", contains=["Lives in Portland", "Seattle"], reply=Reply.json({
+            "reasoning": "The user lives in Seattle now.", "verdict": "no_longer_true"})),
+    ]
+    with scripted_server(server_kind, rules) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+        report = memory.write(["Just got the keys to our new place, the movers come on Friday."],
+                              date="2024-03-01", session="s-mar")
+        judged = [r.last_user_message for r in [*server.chat_requests("stage1"), *server.chat_requests("stage2")]]
+    assert report.retired == ()
+    assert [f.text for f in memory.current() if f.topic == "location"] == ["Lives in Portland"]
+    assert [(r.text, r.reason) for r in report.rejected] == [("Lives in Seattle", "not in the user's words: Seattle")]
+    assert [a.text for a in report.added] == ["Got the keys to a new place"]
+    assert not any("Seattle" in message for message in judged)
+    assert "Seattle" not in memory.export().model_dump_json()
+
+
+def test_names_and_numbers_the_user_never_wrote_are_rejected_beside_the_ones_they_did(
+    server_kind: str, embedder: LocalEmbedder, store: Store
+) -> None:
+    rules = [Rule(purpose="extraction", contains="Miso and Tofu", reply=Reply.json({"facts": [
+        fact("Has two cats named Miso and Tofu", "pets"),
+        fact("Has a third cat named Pepper", "pets"),
+        fact("Has had the cats for 7 years", "pets"),
+        fact("Has had the cats since 2019", "pets"),
+    ]}))]
+    with scripted_server(server_kind, rules) as server:
+        memory = memory_for(server, embedder, store)
+        report = memory.write(["My two cats Miso and Tofu finally get along, we adopted them in 2019."],
+                              date="2024-03-01", session="s-cats")
+    assert [(r.text, r.reason) for r in report.rejected] == [
+        ("Has a third cat named Pepper", "not in the user's words: Pepper"),
+        ("Has had the cats for 7 years", "not in the user's words: 7")]
+    assert sorted(f.text for f in memory.current()) == [
+        "Has had the cats since 2019", "Has two cats named Miso and Tofu"]
+
+
 def test_forgetting_the_new_fact_does_not_revive_the_old_one(
     llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, tmp_path: Path
 ) -> None:
@@ -408,7 +466,6 @@ def test_topics_are_short_snake_case_attribute_names(raw: str, expected: str) ->
     from lastknown_graph.pipeline.write import topic_key
 
     assert topic_key(raw) == expected
-
 
 
 def test_a_near_repeat_that_negates_retires_instead_of_confirming(

@@ -214,19 +214,50 @@ def test_a_new_moment_expires_the_last_one_on_its_topic_without_a_model_call(
     assert model.calls_for("stage1") == [] and model.calls_for("stage2") == []
 
 
+@pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
 def test_facts_the_user_never_gave_are_rejected_and_nothing_else(
-    script: Script, make_memory: Callable[..., tuple]
+    script: Script, make_memory: Callable[..., tuple], logprobs: bool
 ) -> None:
     script.extractions["Lyon"] = [
         fact("Lives in Lyon", "location"),
         fact("Works at Renault", "job"),  # a name the user never wrote
         fact("Asks how heat pumps work", "interest", evidence=1),  # only an impersonal request could give it
     ]
-    memory, _ = make_memory()
+    memory, _ = make_memory(logprobs=logprobs)
     report = memory.write(["I live in Lyon these days.", "Explain how a heat pump works."], date="2024-01-10",
                           session="s1")
     assert [a.text for a in report.added] == ["Lives in Lyon"]
     assert sorted(r.text for r in report.rejected) == ["Asks how heat pumps work", "Works at Renault"]
+
+
+@pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
+def test_a_stated_city_the_user_never_wrote_cannot_retire_their_city(
+    script: Script, make_memory: Callable[..., tuple], logprobs: bool
+) -> None:
+    """The script retires Lyon for any city it is asked about: only grounding keeps Lyon."""
+    script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
+    script.extractions["keys"] = [fact("Lives in Marseille", "location"), fact("Got the keys to a new flat", "home")]
+    script.verdicts = {"Got the keys to a new flat": "still_true"}
+    memory, model = make_memory(logprobs=logprobs)
+    memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
+    report = memory.write(["Got the keys to our new flat today."], date="2024-06-01", session="s2")
+    assert report.retired == ()
+    assert sorted(f.text for f in memory.current()) == ["Got the keys to a new flat", "Lives in Lyon"]
+    assert [(r.text, r.reason) for r in report.rejected] == [
+        ("Lives in Marseille", "not in the user's words: Marseille")]
+    assert [a.text for a in report.added] == ["Got the keys to a new flat"]
+    assert not any("Marseille" in call.last_user_message for call in model.calls)
+
+
+@pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
+def test_a_number_the_user_never_wrote_is_rejected_and_the_one_they_wrote_kept(
+    script: Script, make_memory: Callable[..., tuple], logprobs: bool
+) -> None:
+    script.extractions["5 km"] = [fact("Runs 5 km before work", "exercise"), fact("Runs 12 km on weekends", "exercise")]
+    memory, _ = make_memory(logprobs=logprobs)
+    report = memory.write(["I run 5 km before work."], date="2024-01-10", session="s1")
+    assert [(r.text, r.reason) for r in report.rejected] == [("Runs 12 km on weekends", "not in the user's words: 12")]
+    assert [f.text for f in memory.current()] == ["Runs 5 km before work"]
 
 
 def test_a_failing_model_raises_its_error_and_changes_nothing(script: Script) -> None:
