@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lastknown_graph import EmbeddedStore, FactStatus
+from lastknown_graph import EmbeddedStore, FactKind, FactStatus
+from lastknown_graph.domain.models import TimelineEventKind
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.llm import LLM
@@ -396,6 +398,58 @@ def test_as_of_and_timeline(llamacpp_server: ScriptedLLMServer, embedder: LocalE
     kinds = [(e.kind.value, e.fact_text) for e in memory.timeline()]
     assert ("retired", "Lives in Portland") in kinds and ("expired", "Is on the train to work") in kinds
     assert kinds.index(("retired", "Lives in Portland")) > kinds.index(("added", "Lives in Portland"))
+
+
+def test_each_new_moment_expires_the_last_one_on_its_topic_and_no_other(
+    server_kind: str, embedder: LocalEmbedder, store: Store
+) -> None:
+    rules = [
+        Rule(purpose="extraction", contains="at the dentist", reply=Reply.json({"facts": [
+            fact("Is at the dentist", "current_activity", kind="moment"),
+            fact("Feels nervous", "mood", kind="moment"),
+        ]})),
+        Rule(purpose="extraction", contains="grocery store", reply=Reply.json({"facts": [
+            fact("Is in line at the grocery store", "current_activity", kind="moment"),
+        ]})),
+    ]
+    with scripted_server(server_kind, rules) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+        dentist = memory.write(["Sitting at the dentist right now, a bit nervous."], date="2024-03-01",
+                               session="s-dentist")
+        grocery = memory.write(["Standing in line at the grocery store now."], date="2024-03-02", session="s-grocery")
+        judged = [*server.chat_requests("stage1"), *server.chat_requests("stage2")]
+    assert [(e.old_text, e.new_text) for e in dentist.expired] == [("Is on the train to work", "Is at the dentist")]
+    assert [(e.old_text, e.new_text) for e in grocery.expired] == [
+        ("Is at the dentist", "Is in line at the grocery store")]
+    assert sorted(f.text for f in memory.current() if f.kind is FactKind.MOMENT) == [
+        "Feels nervous", "Is in line at the grocery store"]
+    ended = {e.fact.text: (e.fact.status, e.fact.valid_to) for e in memory.history() if e.fact.kind is FactKind.MOMENT}
+    assert ended["Is on the train to work"] == (FactStatus.EXPIRED, date(2024, 3, 1))
+    assert ended["Is at the dentist"] == (FactStatus.EXPIRED, date(2024, 3, 2))
+    # A moment is never put to the two-stage check, and it ends no state.
+    assert judged == []
+    assert {"Lives in Portland", "Works at a bakery"} <= {f.text for f in memory.current()}
+
+
+def test_an_expired_moment_leaves_the_context_the_answer_is_given(
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    """On the train in February, making coffee in September: the assistant is told only about the coffee."""
+    memory = memory_for(server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    context = memory.context()
+    assert "- [2024-09-03] Is making coffee before work (at that moment)" in context
+    assert "on the train" not in context
+    memory.ask("What should I listen to right now?")
+    system_prompt = server.chat_requests("answer")[-1].system_message
+    assert "Is making coffee before work" in system_prompt and "on the train" not in system_prompt
+    assert "Is on the train to work" in {f.text for f in memory.as_of("2024-05-01")}
+    assert "Is on the train to work" not in {f.text for f in memory.as_of("2024-09-03")}
+    expiries = [(e.fact_text, e.cause_fact_text, e.session_id) for e in memory.timeline()
+                if e.kind is TimelineEventKind.EXPIRED]
+    assert expiries == [("Is on the train to work", "Is making coffee before work", "s-sep")]
 
 
 def test_only_user_turns_are_read(llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store) -> None:
