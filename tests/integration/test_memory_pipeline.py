@@ -522,6 +522,7 @@ def test_topics_are_short_snake_case_attribute_names(raw: str, expected: str) ->
     assert topic_key(raw) == expected
 
 
+
 def test_a_near_repeat_that_negates_retires_instead_of_confirming(
     server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
 ) -> None:
@@ -551,6 +552,40 @@ def test_a_near_repeat_that_stage_two_keeps_is_a_confirmation(
     assert (allergy.text, allergy.confirmed_in) == ("Is allergic to peanuts", ("s-2",))
     [asked] = server.chat_requests("stage2")
     assert "Is allergic to peanuts" in asked.last_user_message
+
+
+def test_a_pair_stage_one_scores_as_still_true_is_kept_without_asking_stage_two(
+    server_kind: str, embedder: LocalEmbedder, store: Store
+) -> None:
+    """Stage 2's verdict here is wrong on purpose, so the outcome shows whether stage 2 was asked.
+
+    With logprobs, stage 1 reads the bakery job as still true beside a baking hobby and stage 2 is never asked;
+    without them there is no stage 1, so stage 2 decides every pair and its verdict retires the job.
+    """
+    rules = [
+        Rule(purpose="extraction", contains="sourdough", reply=Reply.json({"facts": [
+            fact("Bakes sourdough at home on weekends", "hobby"),
+        ]})),
+        Rule(purpose="stage1", contains=["Works at a bakery", "sourdough"], reply=still_true(0.97)),
+        Rule(purpose="stage2", contains=["Works at a bakery", "sourdough"], reply=Reply.json({
+            "reasoning": "Scripted to retire whatever it is asked about.", "verdict": "no_longer_true"})),
+    ]
+    with scripted_server(server_kind, rules) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+        report = memory.write(["I've been baking sourdough at home on weekends."], date="2024-03-01",
+                              session="s-bread")
+        asked_stage2 = [r.last_user_message for r in server.chat_requests("stage2")]
+        logprobs = server.supports_logprobs
+    jobs = [f.text for f in memory.current() if f.topic == "job"]
+    if logprobs:
+        assert ("Works at a bakery", "stage1") in [(k.text, k.stage) for k in report.kept]
+        assert report.retired == () and asked_stage2 == []
+        assert jobs == ["Works at a bakery"]
+    else:
+        assert [(r.old_text, r.stage) for r in report.retired] == [("Works at a bakery", "stage2")]
+        assert any("Works at a bakery" in message for message in asked_stage2)
+        assert jobs == []
 
 
 def test_a_conversation_dated_before_a_fact_cannot_retire_it(
