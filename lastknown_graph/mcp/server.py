@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from lastknown_graph.domain.reports import JobStatus
 from lastknown_graph.errors import LastknownError
 from lastknown_graph.mcp.schemas import (
     AsOfResult,
@@ -27,7 +28,6 @@ from lastknown_graph.mcp.schemas import (
     Day,
     FindResult,
     ForgetResult,
-    JobStatus,
     Messages,
     PastDay,
     PremiseNotesResult,
@@ -54,11 +54,6 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 DELETES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 ResultT = TypeVar("ResultT")
-
-
-def error_text(exc: Exception, redact: Callable[[str], str] = lambda text: text) -> str:
-    """What a client is told of a typed error: its class and its message, on one line."""
-    return redact(f"{type(exc).__name__}: {' '.join(str(exc).split())}")
 
 
 def build_server(service: MemoryService) -> MCPServer:
@@ -88,8 +83,8 @@ def build_server(service: MemoryService) -> MCPServer:
     def remember_status(
         job_id: Annotated[str, Field(description="The job_id remember returned.")], user: UserArgument = user_default,
     ) -> JobStatus:
-        """The state of a background remember: queued, running, done (with its report) or failed (with the error;
-        then nothing of it was stored)."""
+        """The state of a background remember: queued, running, done (with its report), failed (with the error;
+        then nothing of it was stored) or dropped (a deletion of the user's memory came first)."""
         return answer(lambda: service.remember_status(user, job_id))
 
     def context(

@@ -17,8 +17,9 @@ first that matches answers. A rule matches when every condition it sets holds:
 - ``when``: any predicate on the :class:`RecordedRequest`;
 - ``times``: the rule answers at most that many requests, then stops matching.
 
-``reply`` is a :class:`Reply`, a plain string (the content), or a list of them played in order,
-the last one repeating. Replies:
+``reply`` is a :class:`Reply`, a plain string (the content), a list of them played in order,
+the last one repeating, or a function of the :class:`RecordedRequest` that returns one (for replies that
+must be built from the request, such as a minimal instance of the JSON schema it sends). Replies:
 
 - ``"text"`` or ``Reply("text")``: that content;
 - ``Reply.json({...})``: the object as JSON content;
@@ -126,7 +127,8 @@ class Reply:
         return cls(drop=True)
 
 
-ReplyScript = Reply | str | Sequence[Reply | str]
+Responder = Callable[["RecordedRequest"], Reply | str]
+ReplyScript = Reply | str | Sequence[Reply | str] | Responder
 
 
 @dataclass(frozen=True)
@@ -207,11 +209,13 @@ class Rule:
             return False
         return self.when is None or self.when(request)
 
-    def reply_for(self, use: int) -> Reply:
+    def reply_for(self, use: int, request: RecordedRequest) -> Reply:
         """The reply to this rule's ``use``-th request (0-based); a list's last reply repeats."""
         script = self.reply
         if isinstance(script, (Reply, str)):
             chosen: Reply | str = script
+        elif callable(script):
+            chosen = script(request)
         else:
             if not script:
                 raise ValueError("a rule's reply list is empty")
@@ -495,7 +499,7 @@ class ScriptedLLMServer:
             if rule.matches(request):
                 use = self._uses[index]
                 self._uses[index] += 1
-                return rule.reply_for(use)
+                return rule.reply_for(use, request)
         if self.default is not None:
             return Reply(content=self.default) if isinstance(self.default, str) else self.default
         message = (
