@@ -246,7 +246,7 @@ class _Planner:
             self.memo.decisions[key] = decision
         counts = self.checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
         counts[0] += 1
-        counts[1] += decision.stage is Stage.STAGE2
+        counts[1] += decision.stage in (Stage.STAGE2, Stage.STAGE1_CONFIDENT)
         return decision
 
     def plan_fact(

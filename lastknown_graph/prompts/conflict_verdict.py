@@ -60,6 +60,12 @@ def _pair(earlier: str, earlier_day: date, later: str, later_day: date, later_ev
     return content + "\nIs the older fact still true today?"
 
 
+def own_words() -> list[str]:
+    """The prompt's words that are not the pair's: what a reasoning that only restates the prompt is made of."""
+    fields = ConflictVerdict.model_fields
+    return [SYSTEM, *(field.description or "" for field in fields.values()), *(example[2] for example in EXAMPLES)]
+
+
 def conflict_verdict_messages(
     earlier: str, earlier_day: date, later: str, later_day: date, later_evidence: list[str]
 ) -> list[dict[str, str]]:
