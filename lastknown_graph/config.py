@@ -21,6 +21,9 @@ DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 DEFAULT_NEO4J_USER = "neo4j"
 # Keyless local servers (llama.cpp, vLLM, Ollama) accept any key; the OpenAI client insists on one.
 KEYLESS_API_KEY = "not-needed"
+# torch threads of the local embedder while it encodes: one, because two threads that wait for each other after
+# every operation lose hundreds of ms per query when other processes share the cores (bench/results/embedder-load.md).
+DEFAULT_EMBED_THREADS = 1
 
 
 def default_embedded_path() -> Path:
@@ -43,6 +46,8 @@ class Settings(BaseSettings):
     embedder: Literal["local", "api"] = "local"
     embed_model: str | None = None
     embed_base_url: str | None = None
+    # torch's intra-op threads while LocalEmbedder encodes (see LocalEmbedder).
+    embed_threads: int = Field(default=DEFAULT_EMBED_THREADS, ge=1)
 
     # The store: Neo4j when a URI is set, else the embedded store's file.
     neo4j_uri: str | None = None

@@ -1,4 +1,4 @@
-"""The short forms of the candidate-recall, pipeline-cost and haystack benchmarks, end to end.
+"""The short forms of the candidate-recall, pipeline-cost, haystack and embedder-load benchmarks, end to end.
 
 Each runs its command's small size with the real bundled embedder and writes its results file to a temporary
 path. The assertions check that the generated section is there and that its summary figures are computed from
@@ -7,12 +7,15 @@ the rows of the same run (and from the data files), so neither a crash nor a cop
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from bench import candidate_recall, haystack, pipeline_cost
+from bench import candidate_recall, embedder_load, haystack, pipeline_cost
 from bench._report import END_MARKER, START_MARKER, evenly_spread
 from bench.scenarios import SCENARIOS
 from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget
@@ -158,3 +161,50 @@ def test_haystack_short_form_counts_top1_from_its_slots(tmp_path: Path, size: in
     [every] = [row for row in table(markdown, "## Per domain") if row["domain"] == "all"]
     assert int(every["slots"]) == size
     assert every["cosine current@1"] == headline["cosine"]["current-at-1"].strip("*")
+
+
+# ---------------------------------------------------------------------------------------- embedder load
+
+
+def test_embedder_load_short_form_reports_the_timings_of_its_own_run(tmp_path: Path) -> None:
+    out = tmp_path / "embedder-load.md"
+    embedder_load.main(["--quick", "--out", str(out)])
+    markdown = generated(out)
+    result = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert f"python -m bench.embedder_load --quick --out {out}" in markdown and result["command"] in markdown
+    assert result["competitors"] == os.cpu_count() and result["rounds"] == embedder_load.QUICK_ROUNDS
+    variants = {v["key"]: v for v in result["variants"]}
+    assert list(variants) == list(embedder_load.QUICK_VARIANTS)
+    # before: torch's own count, as LocalEmbedder ran before it had a setting; after: the library's default
+    assert variants["before"]["threads"] == variants["before"]["torch_default_threads"] == os.cpu_count()
+    assert variants["after"]["threads"] == 1
+    assert variants["passive"]["env"] == {"OMP_WAIT_POLICY": "PASSIVE"}
+
+    def wall(phase: str, key: str, call: str) -> list[float]:
+        samples = result["phases"][phase]["samples"][key][call]
+        assert len(samples["wall_ms"]) == len(samples["cpu_ms"]) == embedder_load.QUICK_ROUNDS
+        assert all(t > 0 for t in samples["wall_ms"]) and all(t >= 0 for t in samples["cpu_ms"])
+        return list(samples["wall_ms"])
+
+    for call, title in embedder_load.CALLS.items():
+        rows = {row["setting"]: row for row in table(markdown, f"## {title}: ms per call")}
+        assert set(rows) == {v["label"] for v in variants.values()}
+        for key, variant in variants.items():
+            row = rows[variant["label"]]
+            for phase, column in (("alone", "alone"), ("under load", "load")):
+                samples = result["phases"][phase]["samples"][key][call]
+                assert row[f"{column} p50"] == embedder_load.ms(statistics.median(wall(phase, key, call)))
+                assert row[f"{column} p95"] == embedder_load.ms(float(np.percentile(samples["wall_ms"], 95)))
+                assert row[f"{column} CPU p50"] == embedder_load.ms(statistics.median(samples["cpu_ms"]))
+            assert row["load/alone p50"] == embedder_load.ratio(
+                statistics.median(wall("under load", key, call)) / statistics.median(wall("alone", key, call)))
+    side = table(markdown, "## Before / after, side by side in this run")
+    assert len(side) == len(embedder_load.CALLS) * len(embedder_load.PHASES)
+    titles = {title: call for call, title in embedder_load.CALLS.items()}
+    for row in side:
+        call, phase = titles[row["call"]], row["phase"]
+        before, after = (statistics.median(wall(phase, key, call)) for key in ("before", "after"))
+        assert (row["before p50"], row["after p50"]) == (embedder_load.ms(before), embedder_load.ms(after))
+        assert row["before/after"] == f"**{embedder_load.ratio(before / after)}**"
+        assert result["summary"][f"{call}_before_over_after_{phase.replace(' ', '_')}"] == pytest.approx(
+            before / after)
