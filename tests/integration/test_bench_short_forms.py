@@ -1,4 +1,4 @@
-"""The short forms of the candidate-recall, pipeline-cost and haystack benchmarks, end to end.
+"""The short forms of the candidate-recall, pipeline-cost, haystack and embedded-write benchmarks, end to end.
 
 Each runs its command's small size with the real bundled embedder and writes its results file to a temporary
 path. The assertions check that the generated section is there and that its summary figures are computed from
@@ -7,12 +7,13 @@ the rows of the same run (and from the data files), so neither a crash nor a cop
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
 import pytest
 
-from bench import candidate_recall, haystack, pipeline_cost
+from bench import candidate_recall, embedded_write, haystack, pipeline_cost
 from bench._report import END_MARKER, START_MARKER, evenly_spread
 from bench.scenarios import SCENARIOS
 from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget
@@ -158,3 +159,37 @@ def test_haystack_short_form_counts_top1_from_its_slots(tmp_path: Path, size: in
     [every] = [row for row in table(markdown, "## Per domain") if row["domain"] == "all"]
     assert int(every["slots"]) == size
     assert every["cosine current@1"] == headline["cosine"]["current-at-1"].strip("*")
+
+
+# ---------------------------------------------------------------------------------------- embedded write
+
+
+def test_embedded_write_short_form_computes_its_ratios_from_its_rows(tmp_path: Path) -> None:
+    out = tmp_path / "embedded-write.md"
+    embedded_write.main(["--quick", "--out", str(out)])
+    markdown = generated(out)
+    assert f"python -m bench.embedded_write --quick --out {out}" in markdown
+    small, large = (f"{size:,}" for size in embedded_write.QUICK_SIZES)
+    rows = {(row["facts"], row["way of saving"]): row for row in table(markdown, "## Every size and way of saving")}
+    assert list(rows) == [(size, mode) for size in (small, large) for mode in embedded_write.MODES]
+    for (size, mode), row in rows.items():
+        assert int(row["writes"]) == embedded_write.QUICK_WRITES[mode]
+        assert 0 < float(row["p50 ms"]) <= float(row["p90 ms"]) <= float(row["max ms"])
+        written, snapshot = float(row["kB per write"].replace(",", "")), float(row["snapshot MB"]) * 1000
+        if mode == "journal":  # one session's record, whatever the store's size
+            assert written < 100 and abs(written - float(rows[(small, mode)]["kB per write"])) <= 2
+        else:  # the whole file, a few writes larger than the snapshot it started from
+            assert snapshot <= written <= 1.2 * snapshot, (size, mode)
+    p50 = {key: float(row["p50 ms"]) for key, row in rows.items()}
+    summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    ratio = summary["embedded_write_p50_ratio_3k_over_300"]
+    assert ratio == pytest.approx(p50[(large, "journal")] / p50[(small, "journal")], rel=0.02)
+    for mode, by_size in summary["write_p50_ms"].items():
+        for size, ms in by_size.items():
+            assert ms == pytest.approx(p50[(f"{int(size):,}", mode)], abs=0.06)
+    for size, times in summary["whole_file_over_journal_p50"].items():
+        facts = f"{int(size):,}"
+        assert times == pytest.approx(p50[(facts, "whole file")] / p50[(facts, "journal")], rel=0.05, abs=0.06)
+    by_size = {row["way of saving"]: row for row in table(markdown, "## Write p50 by size (ms)")}
+    assert float(by_size["journal"]["largest / smallest"]) == pytest.approx(ratio, abs=0.006)
+    assert f"**{ratio:.2f}**" in markdown.split("## Headline", 1)[1]
