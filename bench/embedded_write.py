@@ -43,6 +43,7 @@ from bench.perf.bulk import as_export, comparable_export, final_state
 from bench.perf.synthetic import DIMENSION, FACTS_PER_SESSION, SyntheticSpace, session_writes, user_script
 from lastknown_graph.domain.models import SessionWrite
 from lastknown_graph.store import EmbeddedStore, Store
+from lastknown_graph.store.embedded_files import COMPACT_AT_SNAPSHOT_SHARE, MIN_JOURNAL_BYTES_TO_COMPACT
 
 logger = logging.getLogger("bench.embedded_write")
 
@@ -71,6 +72,8 @@ class Measurement:
     seconds: list[float] = field(default_factory=list)
     bytes_written: list[int] = field(default_factory=list)
     open_seconds: float = 0.0
+    compact_seconds: float | None = None  # journal only: folding the journal into the snapshot, after the writes
+    rewrites: int = 0  # timed writes that rewrote the snapshot (every one without the journal)
 
     @property
     def p50_ms(self) -> float:
@@ -178,8 +181,14 @@ def measure(sized: SizedStore, mode: str, count: int, space: SyntheticSpace, dir
         result.seconds.append(time.perf_counter() - began)
         journal_after = journal.stat().st_size if journal.exists() else 0
         # What the journal grew by, or (a whole-file save, or a compaction) every byte of the files.
-        result.bytes_written.append(journal_after - journal_before if journal_after > journal_before
-                                    else files_size(path))
+        appended = journal_after > journal_before
+        result.rewrites += not appended
+        result.bytes_written.append(journal_after - journal_before if appended else files_size(path))
+    if mode == "journal":
+        assert isinstance(store, EmbeddedStore)
+        began = time.perf_counter()
+        store.compact()
+        result.compact_seconds = time.perf_counter() - began
     logger.info("%s at %d facts: p50 %.1f ms over %d writes", mode, sized.size, result.p50_ms, count)
     store.close()
     del store
@@ -240,6 +249,15 @@ def summary(built: Sequence[SizedStore], measured: Sequence[Measurement], comman
         "before": before,
         "machine": _lscpu(),
     }
+    compactions = {}
+    for m in measured:
+        if m.compact_seconds is not None:
+            snapshot = next(b.snapshot_bytes for b in built if b.size == m.size)
+            between = max(MIN_JOURNAL_BYTES_TO_COMPACT, snapshot * COMPACT_AT_SNAPSHOT_SHARE) / statistics.median(
+                m.bytes_written)
+            compactions[str(m.size)] = {"compact_s": round(m.compact_seconds, 2), "writes_between": round(between),
+                                        "amortised_ms_per_write": round(1000 * m.compact_seconds / between, 2)}
+    result["journal_compaction"] = compactions
     if "before" in p50:
         result["before_over_journal_p50"] = {str(size): round(p50["before"][size] / journal[size], 1)
                                              for size in sizes}
@@ -263,7 +281,7 @@ def render(built: Sequence[SizedStore], measured: Sequence[Measurement], writes:
     rows = []
     for m in measured:
         snapshot = next(b.snapshot_bytes for b in built if b.size == m.size)
-        rows.append([f"{m.size:,}", m.mode, len(m.seconds), f"{m.p50_ms:.1f}", f"{m.p90_ms:.1f}",
+        rows.append([f"{m.size:,}", m.mode, len(m.seconds), m.rewrites, f"{m.p50_ms:.1f}", f"{m.p90_ms:.1f}",
                      f"{1000 * max(m.seconds):.1f}", f"{statistics.median(m.bytes_written) / 1e3:,.0f}",
                      f"{snapshot / 1e6:.1f}", f"{m.open_seconds:.2f}"])
     ratio_rows = []
@@ -285,8 +303,12 @@ def render(built: Sequence[SizedStore], measured: Sequence[Measurement], writes:
         + (f"`before` = `lastknown_graph/store/embedded.py` at {before}, loaded from git (copies the graph and "
            "rewrites the whole file per write), on the same snapshot as version 1." if before else
            "`before` not run (`--before none`)."),
-        "- \"bytes per write\": what the journal grew by (`journal`), or the whole file rewritten.",
+        "- \"kB per write\" (median): what the journal grew by (`journal`), or the whole file rewritten.",
         "- \"open\": opening a fresh store on the file (read and parse the snapshot), before the writes.",
+        "- Compaction: after its writes, the journal's store is compacted once (`compact()`, timed): the write that "
+        "takes the journal past the snapshot's size (at least 1 MiB) pays that on top of its append, once every "
+        "\"writes between\" writes (that size over the median record). \"rewrites\": timed writes that rewrote the "
+        "snapshot (for the journal: compactions among them).",
         "",
         "## Headline",
         "",
@@ -296,13 +318,19 @@ def render(built: Sequence[SizedStore], measured: Sequence[Measurement], writes:
         *(f"- before / journal, p50 at {int(size):,} facts: {ratio:.1f}x"
           for size, ratio in result.get("before_over_journal_p50", {}).items()),
         "",
+        "## Compaction (journal)",
+        "",
+        *markdown_table(["facts", "compact s", "writes between", "amortised ms per write"],
+                        [[f"{int(size):,}", f"{c['compact_s']:.2f}", f"{c['writes_between']:,}",
+                          f"{c['amortised_ms_per_write']:.2f}"] for size, c in result["journal_compaction"].items()]),
+        "",
         "## Write p50 by size (ms)",
         "",
         *markdown_table(["way of saving", *(f"{s:,} facts" for s in sizes), "largest / smallest"], ratio_rows),
         "",
         "## Every size and way of saving",
         "",
-        *markdown_table(["facts", "way of saving", "writes", "p50 ms", "p90 ms", "max ms", "kB per write",
+        *markdown_table(["facts", "way of saving", "writes", "rewrites", "p50 ms", "p90 ms", "max ms", "kB per write",
                          "snapshot MB", "open s"], rows, align_left=2),
         "",
         "## Machine",

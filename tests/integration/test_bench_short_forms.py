@@ -176,10 +176,12 @@ def test_embedded_write_short_form_computes_its_ratios_from_its_rows(tmp_path: P
         assert int(row["writes"]) == embedded_write.QUICK_WRITES[mode]
         assert 0 < float(row["p50 ms"]) <= float(row["p90 ms"]) <= float(row["max ms"])
         written, snapshot = float(row["kB per write"].replace(",", "")), float(row["snapshot MB"]) * 1000
-        if mode == "journal":  # one session's record, whatever the store's size
+        if mode == "journal":  # one session's record, whatever the store's size; too few to compact
             assert written < 100 and abs(written - float(rows[(small, mode)]["kB per write"])) <= 2
+            assert int(row["rewrites"]) == 0
         else:  # the whole file, a few writes larger than the snapshot it started from
             assert snapshot <= written <= 1.2 * snapshot, (size, mode)
+            assert int(row["rewrites"]) == int(row["writes"])
     p50 = {key: float(row["p50 ms"]) for key, row in rows.items()}
     summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     ratio = summary["embedded_write_p50_ratio_3k_over_300"]
@@ -190,6 +192,12 @@ def test_embedded_write_short_form_computes_its_ratios_from_its_rows(tmp_path: P
     for size, times in summary["whole_file_over_journal_p50"].items():
         facts = f"{int(size):,}"
         assert times == pytest.approx(p50[(facts, "whole file")] / p50[(facts, "journal")], rel=0.05, abs=0.06)
+    compaction = {row["facts"]: row for row in table(markdown, "## Compaction (journal)")}
+    for size, figures in summary["journal_compaction"].items():
+        row = compaction[f"{int(size):,}"]
+        assert float(row["compact s"]) == pytest.approx(figures["compact_s"], abs=0.006) and figures["compact_s"] > 0
+        assert figures["amortised_ms_per_write"] == pytest.approx(
+            1000 * figures["compact_s"] / figures["writes_between"], rel=0.02, abs=0.006)
     by_size = {row["way of saving"]: row for row in table(markdown, "## Write p50 by size (ms)")}
     assert float(by_size["journal"]["largest / smallest"]) == pytest.approx(ratio, abs=0.006)
     assert f"**{ratio:.2f}**" in markdown.split("## Headline", 1)[1]
