@@ -255,7 +255,7 @@ def summary(built: Sequence[SizedStore], measured: Sequence[Measurement], comman
             snapshot = next(b.snapshot_bytes for b in built if b.size == m.size)
             between = max(MIN_JOURNAL_BYTES_TO_COMPACT, snapshot * COMPACT_AT_SNAPSHOT_SHARE) / statistics.median(
                 m.bytes_written)
-            compactions[str(m.size)] = {"compact_s": round(m.compact_seconds, 2), "writes_between": round(between),
+            compactions[str(m.size)] = {"compact_s": round(m.compact_seconds, 4), "writes_between": round(between, 1),
                                         "amortised_ms_per_write": round(1000 * m.compact_seconds / between, 2)}
     result["journal_compaction"] = compactions
     if "before" in p50:
@@ -321,7 +321,7 @@ def render(built: Sequence[SizedStore], measured: Sequence[Measurement], writes:
         "## Compaction (journal)",
         "",
         *markdown_table(["facts", "compact s", "writes between", "amortised ms per write"],
-                        [[f"{int(size):,}", f"{c['compact_s']:.2f}", f"{c['writes_between']:,}",
+                        [[f"{int(size):,}", f"{c['compact_s']:.2f}", f"{c['writes_between']:,.0f}",
                           f"{c['amortised_ms_per_write']:.2f}"] for size, c in result["journal_compaction"].items()]),
         "",
         "## Write p50 by size (ms)",
