@@ -9,7 +9,9 @@ and a third of a confirmation) into a store of that size.
 
 The ways of saving, side by side in one run on the same files:
 
-- ``journal``: ``EmbeddedStore(path)``, this code: a write appends one record to ``memory.json.journal``;
+- ``journal``: ``EmbeddedStore(path)``, this code: a write appends one record to ``memory.json.journal``; its
+  writes are timed round-robin over the sizes (all three stores open at once), so that the shared machine's
+  changing load reaches every size alike;
 - ``whole file``: ``EmbeddedStore(path, journal=False)``, this code rewriting the whole snapshot per write;
 - ``before``: the store module as it was at ``--before`` (default 2ccc1af, the last commit before the journal),
   loaded from git: each write copies the graph and rewrites the whole file. It reads the same snapshot, given
@@ -160,49 +162,60 @@ def files_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if not p.name.endswith(".lock"))
 
 
-def measure(sized: SizedStore, mode: str, count: int, space: SyntheticSpace, directory: Path,
-            open_store: Callable[[Path], Store]) -> Measurement:
-    path = directory / f"{mode.replace(' ', '-')}-{sized.size}.json"
-    if mode == "before":
-        as_version_1(sized.path, path)
-    else:
-        shutil.copyfile(sized.path, path)
-    result = Measurement(mode, sized.size)
-    started = time.perf_counter()
-    store = open_store(path)
-    result.open_seconds = time.perf_counter() - started
-    if comparable_export(store.export_user(sized.sample_user)) != sized.sample_export:
-        raise RuntimeError(f"{mode} store at {sized.size} facts reads another graph")
-    journal = path.with_name(path.name + ".journal")
-    for change in measured_writes(space, sized.size, mode, count):
-        journal_before = journal.stat().st_size if journal.exists() else 0
+class Trial:
+    """One way of saving at one size: its own copy of the size's file, open, and the writes still to time."""
+
+    def __init__(self, sized: SizedStore, mode: str, count: int, space: SyntheticSpace, directory: Path,
+                 open_store: Callable[[Path], Store]) -> None:
+        self.path = directory / f"{mode.replace(' ', '-')}-{sized.size}.json"
+        if mode == "before":
+            as_version_1(sized.path, self.path)
+        else:
+            shutil.copyfile(sized.path, self.path)
+        self.journal = self.path.with_name(self.path.name + ".journal")
+        self.result = Measurement(mode, sized.size)
+        started = time.perf_counter()
+        self.store = open_store(self.path)
+        self.result.open_seconds = time.perf_counter() - started
+        if comparable_export(self.store.export_user(sized.sample_user)) != sized.sample_export:
+            raise RuntimeError(f"{mode} store at {sized.size} facts reads another graph")
+        self.writes = measured_writes(space, sized.size, mode, count)
+
+    def write_next(self) -> None:
+        journal_before = self.journal.stat().st_size if self.journal.exists() else 0
         began = time.perf_counter()
-        store.apply(change)
-        result.seconds.append(time.perf_counter() - began)
-        journal_after = journal.stat().st_size if journal.exists() else 0
+        self.store.apply(self.writes.pop(0))
+        self.result.seconds.append(time.perf_counter() - began)
+        journal_after = self.journal.stat().st_size if self.journal.exists() else 0
         # What the journal grew by, or (a whole-file save, or a compaction) every byte of the files.
         appended = journal_after > journal_before
-        result.rewrites += not appended
-        result.bytes_written.append(journal_after - journal_before if appended else files_size(path))
-    if mode == "journal":
-        assert isinstance(store, EmbeddedStore)
-        began = time.perf_counter()
-        store.compact()
-        result.compact_seconds = time.perf_counter() - began
-    logger.info("%s at %d facts: p50 %.1f ms over %d writes", mode, sized.size, result.p50_ms, count)
-    store.close()
-    del store
-    gc.collect()
-    for leftover in path.parent.glob(path.name + "*"):
-        leftover.unlink()
-    return result
+        self.result.rewrites += not appended
+        self.result.bytes_written.append(journal_after - journal_before if appended else files_size(self.path))
+
+    def finish(self) -> Measurement:
+        """Time one compaction (journal only), then close the store and delete its files."""
+        if self.result.mode == "journal":
+            assert isinstance(self.store, EmbeddedStore)
+            began = time.perf_counter()
+            self.store.compact()
+            self.result.compact_seconds = time.perf_counter() - began
+        result = self.result
+        logger.info("%s at %d facts: p50 %.1f ms over %d writes", result.mode, result.size, result.p50_ms,
+                    len(result.seconds))
+        self.store.close()
+        del self.store
+        gc.collect()
+        for leftover in self.path.parent.glob(self.path.name + "*"):
+            leftover.unlink()
+        return result
 
 
 def run(sizes: Sequence[int], writes: dict[str, int], before: str | None, work_dir: Path | None
         ) -> tuple[list[SizedStore], list[Measurement]]:
+    """Build every size; time the journal's writes round-robin over the sizes, so that a change in the shared
+    machine's load reaches every size alike; then the whole-file ways of saving, one size after another."""
     space = SyntheticSpace()
     directory = Path(tempfile.mkdtemp(prefix="embedded-write-", dir=work_dir))
-    modes = [m for m in MODES if m != "before" or before is not None]
     openers: dict[str, Callable[[Path], Store]] = {
         "journal": lambda path: EmbeddedStore(path),
         "whole file": lambda path: EmbeddedStore(path, journal=False),
@@ -210,18 +223,29 @@ def run(sizes: Sequence[int], writes: dict[str, int], before: str | None, work_d
     if before is not None:
         old = store_module_at(before, directory)
         openers["before"] = lambda path: old.EmbeddedStore(path)  # type: ignore[no-any-return]
-    built, measured = [], []
+    built: list[SizedStore] = []
+    measured: list[Measurement] = []
     try:
         for size in sizes:
             sized = build_store(directory, size, space)
             logger.info("built %d facts in %.0f s (%.0f MB)", size, sized.build_seconds, sized.snapshot_bytes / 1e6)
             built.append(sized)
-            for mode in modes:
-                measured.append(measure(sized, mode, writes[mode], space, directory, openers[mode]))
+        trials = [Trial(sized, "journal", writes["journal"], space, directory, openers["journal"]) for sized in built]
+        for _ in range(writes["journal"]):
+            for trial in trials:
+                trial.write_next()
+        measured += [trial.finish() for trial in trials]
+        del trials
+        for sized in built:
+            for mode in (m for m in MODES if m in openers and m != "journal"):
+                trial = Trial(sized, mode, writes[mode], space, directory, openers[mode])
+                while trial.writes:
+                    trial.write_next()
+                measured.append(trial.finish())
             sized.path.unlink()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    return built, measured
+    return built, sorted(measured, key=lambda m: (m.size, MODES.index(m.mode)))
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -297,7 +321,10 @@ def render(built: Sequence[SizedStore], measured: Sequence[Measurement], writes:
         f"each ({DIMENSION}-dimensional vectors), loaded with `import_user` and compacted: a snapshot, no journal.",
         "- Each write is one `Store.apply` of a fresh user's next session (2 messages, 10 new facts, about one "
         "retirement and a third of a confirmation), timed alone with `time.perf_counter`; the first makes the user. "
-        "Each way of saving writes into its own copy of the size's file, so every one starts from the same store.",
+        "Each way of saving writes into its own copy of the size's file, so every one starts from the same store. "
+        "The journal's writes go round-robin over the sizes (one write at each size in turn, all stores open), so "
+        "that a change in the shared machine's load reaches every size alike; the other ways, one size after "
+        "another.",
         f"- Writes per size: {', '.join(f'{m} {n}' for m, n in writes.items() if m in result['write_p50_ms'])}.",
         "- Ways of saving: `journal` = `EmbeddedStore(path)`; `whole file` = `EmbeddedStore(path, journal=False)`; "
         + (f"`before` = `lastknown_graph/store/embedded.py` at {before}, loaded from git (copies the graph and "
