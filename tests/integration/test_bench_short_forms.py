@@ -1,4 +1,5 @@
-"""The short forms of the candidate-recall, pipeline-cost, haystack and embedder-load benchmarks, end to end.
+"""The short forms of the candidate-recall, pipeline-cost, haystack, embedder-load and embedded-write benchmarks, end
+to end.
 
 Each runs its command's small size with the real bundled embedder and writes its results file to a temporary
 path. The assertions check that the generated section is there and that its summary figures are computed from
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import candidate_recall, embedder_load, haystack, pipeline_cost
+from bench import candidate_recall, embedded_write, embedder_load, haystack, pipeline_cost
 from bench._report import END_MARKER, START_MARKER, evenly_spread
 from bench.scenarios import SCENARIOS
 from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget
@@ -208,3 +209,44 @@ def test_embedder_load_short_form_reports_the_timings_of_its_own_run(tmp_path: P
         assert row["before/after"] == f"**{embedder_load.ratio(before / after)}**"
         assert result["summary"][f"{call}_before_over_after_{phase.replace(' ', '_')}"] == pytest.approx(
             before / after)
+
+# ---------------------------------------------------------------------------------------- embedded write
+
+
+def test_embedded_write_short_form_computes_its_ratios_from_its_rows(tmp_path: Path) -> None:
+    out = tmp_path / "embedded-write.md"
+    embedded_write.main(["--quick", "--out", str(out)])
+    markdown = generated(out)
+    assert f"python -m bench.embedded_write --quick --out {out}" in markdown
+    small, large = (f"{size:,}" for size in embedded_write.QUICK_SIZES)
+    rows = {(row["facts"], row["way of saving"]): row for row in table(markdown, "## Every size and way of saving")}
+    assert list(rows) == [(size, mode) for size in (small, large) for mode in embedded_write.MODES]
+    for (size, mode), row in rows.items():
+        assert int(row["writes"]) == embedded_write.QUICK_WRITES[mode]
+        assert 0 < float(row["p50 ms"]) <= float(row["p90 ms"]) <= float(row["max ms"])
+        written, snapshot = float(row["kB per write"].replace(",", "")), float(row["snapshot MB"]) * 1000
+        if mode == "journal":  # one session's record, whatever the store's size; too few to compact
+            assert written < 100 and abs(written - float(rows[(small, mode)]["kB per write"])) <= 2
+            assert int(row["rewrites"]) == 0
+        else:  # the whole file, a few writes larger than the snapshot it started from
+            assert snapshot <= written <= 1.2 * snapshot, (size, mode)
+            assert int(row["rewrites"]) == int(row["writes"])
+    p50 = {key: float(row["p50 ms"]) for key, row in rows.items()}
+    summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    ratio = summary["embedded_write_p50_ratio_3k_over_300"]
+    assert ratio == pytest.approx(p50[(large, "journal")] / p50[(small, "journal")], rel=0.02)
+    for mode, by_size in summary["write_p50_ms"].items():
+        for size, ms in by_size.items():
+            assert ms == pytest.approx(p50[(f"{int(size):,}", mode)], abs=0.06)
+    for size, times in summary["whole_file_over_journal_p50"].items():
+        facts = f"{int(size):,}"
+        assert times == pytest.approx(p50[(facts, "whole file")] / p50[(facts, "journal")], rel=0.05, abs=0.06)
+    compaction = {row["facts"]: row for row in table(markdown, "## Compaction (journal)")}
+    for size, figures in summary["journal_compaction"].items():
+        row = compaction[f"{int(size):,}"]
+        assert float(row["compact s"]) == pytest.approx(figures["compact_s"], abs=0.006) and figures["compact_s"] > 0
+        assert figures["amortised_ms_per_write"] == pytest.approx(
+            1000 * figures["compact_s"] / figures["writes_between"], rel=0.02, abs=0.006)
+    by_size = {row["way of saving"]: row for row in table(markdown, "## Write p50 by size (ms)")}
+    assert float(by_size["journal"]["largest / smallest"]) == pytest.approx(ratio, abs=0.006)
+    assert f"**{ratio:.2f}**" in markdown.split("## Headline", 1)[1]
