@@ -1,4 +1,4 @@
-"""The short forms of the candidate-recall, pipeline-cost and haystack benchmarks, end to end.
+"""The short forms of the candidate-recall, pipeline-cost, write-cost and haystack benchmarks, end to end.
 
 Each runs its command's small size with the real bundled embedder and writes its results file to a temporary
 path. The assertions check that the generated section is there and that its summary figures are computed from
@@ -7,14 +7,15 @@ the rows of the same run (and from the data files), so neither a crash nor a cop
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
 import pytest
 
-from bench import candidate_recall, haystack, pipeline_cost
+from bench import candidate_recall, haystack, pipeline_cost, write_cost
 from bench._report import END_MARKER, START_MARKER, evenly_spread
-from bench.scenarios import SCENARIOS
+from bench.scenarios import NO_LONGER_TRUE, SCENARIOS
 from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget
 from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.reader import find_pool_size
@@ -125,6 +126,70 @@ def test_pipeline_cost_short_form_adds_up_its_own_calls(tmp_path: Path) -> None:
             kept = int(step["effect"].split("kept ")[1])
             retired = int(step["effect"].split("retired ")[1].split(",")[0])
             assert int(step[check]) == kept + retired, (server, step["step"])
+
+
+# ------------------------------------------------------------------------------------------- write cost
+
+
+def test_write_cost_short_form_computes_its_figures_from_its_own_steps(tmp_path: Path) -> None:
+    out = tmp_path / "write-cost.md"
+    write_cost.main(["--quick", "--compare", "HEAD", "--out", str(out)])
+    markdown = generated(out)
+    assert f"python -m bench.write_cost --quick --compare HEAD --out {out}" in markdown
+    summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    steps = [write_cost._step_from(row) for row in summary["steps"]]
+    [scenario] = evenly_spread(SCENARIOS, 1)
+    assert summary["sizes"] == list(write_cost.QUICK_SIZES) and summary["scenarios"] == [scenario.name]
+
+    # the markdown's rows are the JSON's steps
+    writes = write_cost.select(steps, kind="write")
+    rows = table(markdown, "## Every write (this checkout, sequential)")
+    assert [(int(r["user facts"]), r["session"], int(r["calls"])) for r in rows] == [
+        (s.size, s.label, s.total_calls) for s in writes]
+    assert all(int(r["calls"]) == sum(int(r[p]) for p in write_cost.PURPOSES) for r in rows)
+    assert len(writes) == len(write_cost.QUICK_SIZES) * len(scenario.sessions)
+    asks = write_cost.select(steps, kind="ask")
+    assert len(table(markdown, "## Every answer (this checkout, sequential)")) == len(asks)
+
+    # the headline figures are computed from the steps of the user of 100 facts
+    at_100 = [s for s in writes if s.size == 100]
+    asks_100 = [s for s in asks if s.size == 100]
+    assert summary["calls_per_write_user100"] == round(statistics.mean(s.total_calls for s in at_100), 2)
+    assert summary["calls_per_ask_user100"] == round(statistics.mean(s.total_calls for s in asks_100), 2)
+    assert summary["write_wall_s_user100"] == round(statistics.mean(s.wall_s for s in at_100), 3)
+    assert summary["evaluated_prompt_words_per_write_user100"] == round(
+        statistics.mean(s.evaluated for s in at_100 if s.evaluated is not None), 1)
+    assert all(s.calls["extraction"] == 1 for s in at_100)
+    # a scripted run has no real-server figures: absent, not zero
+    assert "evaluated_prompt_tokens_per_write_user100" not in summary
+    assert "write_wall_s_user100_real" not in summary
+    batching = f"concurrent x{write_cost.DEFAULT_CONCURRENCY}, batching"
+    concurrent = write_cost.select(steps, kind="write", setting=batching, size=100)
+    assert summary["concurrent_over_sequential_write_wall"] == round(
+        sum(s.wall_s for s in concurrent) / sum(s.wall_s for s in at_100), 3)
+    [cell] = [r for r in table(markdown, "## Per write") if (r["library"], r["setting"], r["user facts"]) == (
+        write_cost.THIS_CHECKOUT, write_cost.SEQUENTIAL, "100")]
+    assert cell["calls per write (min–max)"].startswith(f"**{summary['calls_per_write_user100']:.2f}**")
+
+    # every setting decides what the sequential run decides, with the same calls
+    for setting in {s.setting for s in steps if s.library == write_cost.THIS_CHECKOUT}:
+        for kind in ("write", "ask"):
+            for size in write_cost.QUICK_SIZES:
+                mine = write_cost.select(steps, kind=kind, setting=setting, size=size)
+                base = write_cost.select(steps, kind=kind, size=size)
+                assert [(s.decisions, s.calls) for s in mine] == [(s.decisions, s.calls) for s in base], setting
+    # the scenario's scripted retirements all happen on mature users too
+    expected = {j.earlier for j in scenario.judgements if j.verdict == NO_LONGER_TRUE}
+    for size in write_cost.QUICK_SIZES:
+        retired = {old for s in writes if s.size == size for old, _, _ in json.loads(s.decisions)["retired"]}
+        assert retired == expected, size
+    # the prompt sharing is computed per call: what was evaluated is never more than the prompt
+    for step in writes:
+        assert step.evaluated == sum(evaluated for _, _, evaluated in step.per_call)
+        assert all(0 < evaluated <= words for _, words, evaluated in step.per_call)
+    # the other checkout's run is in the same tables
+    assert {s.library for s in steps} == {write_cost.THIS_CHECKOUT, "HEAD"}
+    assert {r["library"] for r in table(markdown, "## Per write")} == {write_cost.THIS_CHECKOUT, "HEAD"}
 
 
 # --------------------------------------------------------------------------------------------- haystack
