@@ -64,9 +64,13 @@ class PrefixCache:
             length = shared_prefix(kept, words)
             if length > best:
                 best_index, best = index, length
-        if best_index >= 0:  # used again: the most recently used stays longest, as in an LRU cache
+        used: list[str] | None = None
+        if best_index >= 0:  # used again: it becomes the most recently used, as in llama-cpp-python's LRU cache
+            used = self._prompts[best_index]
             del self._prompts[best_index]
-        self._prompts.append(words)
+            self._prompts.append(used)
+        if used != words:
+            self._prompts.append(words)  # the state after this prompt is kept too; the oldest goes when full
         # A prompt seen whole still evaluates its last word, as llama.cpp does to get the next token's logits.
         return max(len(words) - best, 1)
 

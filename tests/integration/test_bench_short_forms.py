@@ -15,10 +15,12 @@ import pytest
 
 from bench import candidate_recall, haystack, pipeline_cost, write_cost
 from bench._report import END_MARKER, START_MARKER, evenly_spread
+from bench.prefix_cache import PrefixCache, ServerLog, prompt_words
 from bench.scenarios import NO_LONGER_TRUE, SCENARIOS
 from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget
 from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.reader import find_pool_size
+from lastknown_graph.testing.scripted_server import RecordedRequest, Rule, ScriptedLLMServer
 
 
 def generated(path: Path) -> str:
@@ -190,6 +192,53 @@ def test_write_cost_short_form_computes_its_figures_from_its_own_steps(tmp_path:
     # the other checkout's run is in the same tables
     assert {s.library for s in steps} == {write_cost.THIS_CHECKOUT, "HEAD"}
     assert {r["library"] for r in table(markdown, "## Per write")} == {write_cost.THIS_CHECKOUT, "HEAD"}
+
+
+def test_write_cost_against_a_real_server_reads_evaluated_tokens_from_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real-server mode, with the scripted server standing in for llama-cpp-python: it writes the two lines
+    llama-cpp-python logs per completion to a log file, with counts from a last-prompt cache in words."""
+    log_path, out = tmp_path / "server.log", tmp_path / "write-cost-real.md"
+    log_path.write_text("llama_perf_context_print: prompt eval time = 1.0 ms / 999 tokens\n", encoding="utf-8")
+    cache, logged = PrefixCache(1), []
+
+    def log_like_llama_cpp(request: RecordedRequest) -> bool:
+        words = prompt_words(request.messages)
+        evaluated = cache.evaluate(words)
+        logged.append(evaluated)
+        with log_path.open("a", encoding="utf-8") as log:
+            log.write(f"Llama.generate: {len(words) - evaluated} prefix-match hit, remaining {evaluated} prompt "
+                      f"tokens to eval\nllama_perf_context_print: prompt eval time = 2.0 ms / {evaluated} tokens\n")
+        return False  # it only watches: the scenario's rules answer
+
+    [scenario] = evenly_spread(SCENARIOS, 1)
+    with ScriptedLLMServer([Rule(when=log_like_llama_cpp, reply="unused"), *pipeline_cost.rules_for(scenario)],
+                           supports_json_schema=False) as server:
+        write_cost.main(["--base-url", server.base_url, "--model", "scripted", "--server-log", str(log_path),
+                         "--sizes", "100", "--scenarios", "1", "--out", str(out)])
+    summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    steps = [write_cost._step_from(row) for row in summary["steps"]]
+    assert [s.setting for s in steps] == [write_cost.SEQUENTIAL] * len(steps)  # no concurrency unless asked
+    # the log's completions, in order, are the steps' calls: each step's evaluated tokens are its own completions'
+    measured = logged[len(logged) - sum(s.total_calls for s in steps):]
+    for step in steps:
+        mine, measured = measured[:step.total_calls], measured[step.total_calls:]
+        assert step.evaluated == sum(mine) and step.note == ""
+    writes = [s for s in steps if s.kind == "write"]
+    assert summary["evaluated_prompt_tokens_per_write_user100"] == round(
+        statistics.mean(s.evaluated for s in writes if s.evaluated is not None), 1)
+    assert summary["write_wall_s_user100_real"] == round(statistics.mean(s.wall_s for s in writes), 2)
+    assert "write_wall_s_user100" not in summary and "evaluated_prompt_words_per_write_user100" not in summary
+    assert summary["model"] == "real" and "read from the server's log" in generated(out)
+
+    # a completion in the log that the step did not make (another client) is reported, not counted
+    monkeypatch.setattr(write_cost, "LOG_SETTLE_S", 0.2)
+    mark = ServerLog(log_path).mark()
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write("llama_perf_context_print: prompt eval time = 2.0 ms / 7 tokens\n" * 3)
+    evaluated, note = write_cost._evaluated_from_log(ServerLog(log_path), mark, expected_calls=2)
+    assert evaluated is None and "another client" in note
 
 
 # --------------------------------------------------------------------------------------------- haystack
