@@ -728,7 +728,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "scenarios": [s.name for s in options.scenarios],
         "compare": args.compare,
         **headline(steps, options.real is not None),
-        "steps": [dataclasses.asdict(s) for s in steps],
+        # every step but its per-call words, which only the sharing table needs (and would make the file ~0.7 MB)
+        "steps": [{**dataclasses.asdict(s), "per_call": []} for s in steps],
     }
     json_path = args.out.with_suffix(".json")
     json_path.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")

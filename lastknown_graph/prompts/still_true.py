@@ -8,9 +8,9 @@ Qwen2.5-Coder-1.5B: AUC 0.33 for "still true?", 0.92 for "could it mean no longe
 examples below). Yes means outdated, so P(still true) is 1 - P(Yes).
 
 Laid out for a server's prefix cache: a write asks this of every candidate of one new fact, so the question and
-the newer note come first and the older note, the one part that differs from call to call, last (measured in
-words by bench/write_cost.py: 31 words evaluated per call before, 9 after, on the scripted suites; the AUC above
-was measured with the older note first and the question last, and has not been measured again on this order).
+the newer note come first and the older note, the one part that differs from call to call, last (in words, on
+the scripted suites: 31 of 207 words evaluated per call before, 9 after; bench/results/write-cost.md). The AUC
+above was measured with the older note first and the question last, and has not been measured on this order.
 """
 
 from __future__ import annotations

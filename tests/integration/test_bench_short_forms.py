@@ -185,10 +185,16 @@ def test_write_cost_short_form_computes_its_figures_from_its_own_steps(tmp_path:
     for size in write_cost.QUICK_SIZES:
         retired = {old for s in writes if s.size == size for old, _, _ in json.loads(s.decisions)["retired"]}
         assert retired == expected, size
-    # the prompt sharing is computed per call: what was evaluated is never more than the prompt
-    for step in writes:
-        assert step.evaluated == sum(evaluated for _, _, evaluated in step.per_call)
-        assert all(0 < evaluated <= words for _, words, evaluated in step.per_call)
+    # the prompt-sharing table counts every call of the sequential run at 100 facts, and what they evaluated
+    sharing = [r for r in table(markdown, "## Prompt sharing by purpose") if r["library"] == write_cost.THIS_CHECKOUT]
+    assert sum(int(r["calls"]) for r in sharing) == sum(s.total_calls for s in at_100 + asks_100)
+    evaluated = sum(int(r["calls"]) * float(r["evaluated"]) for r in sharing)
+    # (each purpose's words per call are rounded to a tenth)
+    assert abs(evaluated - sum(s.evaluated or 0 for s in at_100 + asks_100)) <= 0.05 * sum(
+        int(r["calls"]) for r in sharing)
+    assert all(float(r["evaluated"]) <= int(r["prompt words"]) + 0.5 for r in sharing)
+    stage1 = next(r for r in sharing if r["purpose"] == "stage1")
+    assert float(stage1["shared prefix"]) > float(stage1["evaluated"])  # the checks of one fact share their opening
     # the other checkout's run is in the same tables
     assert {s.library for s in steps} == {write_cost.THIS_CHECKOUT, "HEAD"}
     assert {r["library"] for r in table(markdown, "## Per write")} == {write_cost.THIS_CHECKOUT, "HEAD"}
