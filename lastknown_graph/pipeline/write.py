@@ -261,14 +261,13 @@ class _Planner:
                           earlier_volatility=self.priors.of(earlier.domain))
 
     def _ask_ahead(self, earlier_facts: list[Fact], later_text: str, later_day: date, later_words: list[str]) -> None:
-        """Ask the model about pairs the plan is certain to check, up to ``concurrency`` at once.
+        """Ask the model about pairs the plan is certain to check, up to ``concurrency`` at once (with concurrency 1
+        nothing is asked ahead: the loop asks each pair as it reaches it, as it always has).
 
         Only the asking moves ahead: the answers wait in the memo, and the decisions are still made one pair at a
         time in the sequential order, so they are the decisions a one-at-a-time plan makes. A failed call fails the
         plan here, as it would have a moment later in the loop (nothing is stored either way).
         """
-        if self.concurrency == 1:
-            return  # the loop asks each pair as it reaches it, as it always has
         keys: dict[PairKey, Fact] = {}
         for earlier in earlier_facts:
             key = pair_key(earlier, later_text, later_day, later_words)
@@ -357,9 +356,9 @@ class _Planner:
     ) -> bool:
         """Expire, retire or keep each earlier candidate; True when the new fact only disputes one."""
         retired_by_this = 0
-        asked_up_to = 0  # candidates before this index have been asked about already (concurrency > 1)
+        asked_up_to = 0  # with concurrency, the candidates before this index have been asked about already
         for index, candidate in enumerate(candidates):
-            if index >= asked_up_to:
+            if self.concurrency > 1 and index >= asked_up_to:
                 certain, asked_up_to = self._checks_ahead(new, candidates, index)
                 self._ask_ahead(certain, new.text, self.day, words)
             earlier = candidate.fact
