@@ -315,13 +315,21 @@ def run(options: RunOptions) -> list[Step]:
     return steps
 
 
-def run_other_checkout(revision: str, child_args: list[str]) -> list[Step]:
-    """The same bench on the library of ``revision``, in a subprocess; its steps, labelled with the revision."""
+def resolved_label(revision: str) -> str:
+    """``revision`` with the commit it names now ("main (2ccc1af)"): a branch moves, the results must not."""
+    commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", f"{revision}^{{commit}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    return revision if revision == commit else f"{revision} ({commit})"
+
+
+def run_other_checkout(label: str, child_args: list[str]) -> list[Step]:
+    """The same bench on the library of the commit ``label`` names (``resolved_label``), in a subprocess."""
+    commit = label.rsplit("(", 1)[-1].rstrip(")")  # archived by its hash, so label and library agree
     with tempfile.TemporaryDirectory(prefix="write-cost-compare-") as temporary:
         root = Path(temporary)
         library_root, bench_root = root / "library", root / "bench-of-this-checkout"
         library_root.mkdir()
-        archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", revision], capture_output=True, check=True)
+        archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", commit], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(library_root)], input=archive.stdout, check=True)
         # The scripted server is the test double both sides are measured against, not the library under test.
         shutil.copy2(REPO_ROOT / "lastknown_graph" / "testing" / "scripted_server.py",
@@ -330,12 +338,12 @@ def run_other_checkout(revision: str, child_args: list[str]) -> list[Step]:
         rows = root / "rows.json"
         environment = {**os.environ, "PYTHONPATH": f"{bench_root}{os.pathsep}{library_root}"}
         command = [sys.executable, "-m", "bench.write_cost", *child_args, "--emit-rows", str(rows),
-                   "--library-label", revision]
-        logger.info("running the bench on %s: %s", revision, " ".join(command))
+                   "--library-label", label]
+        logger.info("running the bench on %s: %s", label, " ".join(command))
         subprocess.run(command, cwd=bench_root, env=environment, check=True)
         emitted = json.loads(rows.read_text(encoding="utf-8"))
         if not emitted["library_path"].startswith(str(library_root)):
-            raise RuntimeError(f"the run for {revision} imported the library from {emitted['library_path']}")
+            raise RuntimeError(f"the run for {label} imported the library from {emitted['library_path']}")
         return [_step_from(row) for row in emitted["steps"]]
 
 
@@ -549,7 +557,7 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
                                    for s in options.settings) + ".",
     ]
     if compare:
-        lines.append(f"- `{compare}`: the same run on the library of commit `{compare}` (`git archive`), driven by "
+        lines.append(f"- `{compare}`: the same run on the library of that commit (`git archive`), driven by "
                      "this checkout's bench and scripted server, in a subprocess before this checkout's run.")
     lines += [
         "",
@@ -703,8 +711,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     options = options_from(args)
     steps: list[Step] = []
-    if args.compare:
-        steps += run_other_checkout(args.compare, _child_args(list(sys.argv[1:] if argv is None else argv)))
+    compared = resolved_label(args.compare) if args.compare else None
+    if compared:
+        steps += run_other_checkout(compared, _child_args(list(sys.argv[1:] if argv is None else argv)))
     steps += run(options)
     if args.emit_rows:
         import lastknown_graph
@@ -715,7 +724,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         }), encoding="utf-8")
         return
     command = invocation(COMMAND, argv)
-    report = render(steps, options, command, args.compare)
+    report = render(steps, options, command, compared)
     print(report)
     if args.no_write:
         return
@@ -726,7 +735,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "latency_ms": None if options.real is not None else options.latency_s * 1000,
         "sizes": list(options.sizes),
         "scenarios": [s.name for s in options.scenarios],
-        "compare": args.compare,
+        "compare": compared,
         **headline(steps, options.real is not None),
         # every step but its per-call words, which only the sharing table needs (and would make the file ~0.7 MB)
         "steps": [{**dataclasses.asdict(s), "per_call": []} for s in steps],

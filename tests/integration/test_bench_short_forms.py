@@ -195,9 +195,11 @@ def test_write_cost_short_form_computes_its_figures_from_its_own_steps(tmp_path:
     assert all(float(r["evaluated"]) <= int(r["prompt words"]) + 0.5 for r in sharing)
     stage1 = next(r for r in sharing if r["purpose"] == "stage1")
     assert float(stage1["shared prefix"]) > float(stage1["evaluated"])  # the checks of one fact share their opening
-    # the other checkout's run is in the same tables
-    assert {s.library for s in steps} == {write_cost.THIS_CHECKOUT, "HEAD"}
-    assert {r["library"] for r in table(markdown, "## Per write")} == {write_cost.THIS_CHECKOUT, "HEAD"}
+    # the other checkout's run is in the same tables, named by the commit it was
+    head = write_cost.resolved_label("HEAD")
+    assert head.startswith("HEAD (") and summary["compare"] == head
+    assert {s.library for s in steps} == {write_cost.THIS_CHECKOUT, head}
+    assert {r["library"] for r in table(markdown, "## Per write")} == {write_cost.THIS_CHECKOUT, head}
 
 
 def test_write_cost_against_a_real_server_reads_evaluated_tokens_from_its_log(
