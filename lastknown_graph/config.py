@@ -41,6 +41,9 @@ class Settings(BaseSettings):
                                                                                   "OPENAI_API_KEY"))
     # Send enable_thinking=false (Qwen3 on vLLM/SGLang); "1", "true", "yes" or "on".
     thinking_switch: bool = False
+    # How many of one write's (or ask's) independent model calls are sent at once: 1 for a server that answers one
+    # request at a time (llama-cpp-python), more for one that batches (vLLM, SGLang). See LLM(max_concurrent=...).
+    max_concurrent: int = Field(default=1, ge=1)
 
     # The embedder: the bundled local model, or an /embeddings endpoint (default: the model's base URL).
     embedder: Literal["local", "api"] = "local"

@@ -42,7 +42,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for name in ("LASTKNOWN_BASE_URL", "LASTKNOWN_MODEL", "LASTKNOWN_API_KEY", "OPENAI_API_KEY",
                  "LASTKNOWN_EMBEDDER", "LASTKNOWN_EMBED_BASE_URL", "LASTKNOWN_EMBED_MODEL", "LASTKNOWN_NEO4J_URI",
                  "LASTKNOWN_NEO4J_PASSWORD", "LASTKNOWN_EMBEDDED_PATH", "LASTKNOWN_THINKING_SWITCH",
-                 "LASTKNOWN_EMBED_THREADS"):
+                 "LASTKNOWN_EMBED_THREADS", "LASTKNOWN_MAX_CONCURRENT"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -76,7 +76,8 @@ def test_an_empty_variable_is_an_unset_one(clean_env: pytest.MonkeyPatch, tmp_pa
 
 
 @pytest.mark.parametrize(("name", "value"), [("LASTKNOWN_EMBEDDER", "torch"), ("LASTKNOWN_THINKING_SWITCH", "maybe"),
-                                             ("LASTKNOWN_EMBED_THREADS", "0"), ("LASTKNOWN_EMBED_THREADS", "two")])
+                                             ("LASTKNOWN_EMBED_THREADS", "0"), ("LASTKNOWN_EMBED_THREADS", "two"),
+                                             ("LASTKNOWN_MAX_CONCURRENT", "0")])
 def test_a_malformed_variable_is_a_clear_error_naming_it(clean_env: pytest.MonkeyPatch, name: str, value: str) -> None:
     clean_env.setenv(name, value)
     with pytest.raises(InvalidInputError, match=name):
