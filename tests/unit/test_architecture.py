@@ -104,8 +104,9 @@ def test_each_optional_extra_is_imported_by_its_one_module(extra: str) -> None:
 
 # Writes off the answer path have one home, the core's background.py: an adapter (MCP, LangGraph) queueing writes in
 # a worker of its own would repeat its order, its limits, its spool and its erasure, and drift from them. The scripted
-# HTTP server (a test double) serves from a thread of its own.
-THREAD_STARTERS = {"background", "testing.scripted_server"}
+# HTTP server (a test double) serves from a thread of its own. pipeline/fan_out.py sends one write's checks at once
+# (LLM(max_concurrent=N)) in a pool that lives only for that call: it queues nothing past the call.
+THREAD_STARTERS = {"background", "pipeline.fan_out", "testing.scripted_server"}
 
 
 def _starts_threads(path: Path) -> bool:
