@@ -21,8 +21,9 @@ DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 DEFAULT_NEO4J_USER = "neo4j"
 # Keyless local servers (llama.cpp, vLLM, Ollama) accept any key; the OpenAI client insists on one.
 KEYLESS_API_KEY = "not-needed"
-# torch threads of the local embedder while it encodes: one, because two threads that wait for each other after
-# every operation lose hundreds of ms per query when other processes share the cores (bench/results/embedder-load.md).
+# torch threads of the local embedder while it encodes: one, because torch's default (a thread per core) spins between
+# operations and was 1.5-16x slower per query once other processes used the cores, 1.4x faster on idle ones
+# (bench/results/embedder-load.md).
 DEFAULT_EMBED_THREADS = 1
 
 

@@ -63,12 +63,12 @@ class LocalEmbedder:
 
     ``threads`` is how many threads torch splits each operation of an encode over. It applies to the thread
     that calls :meth:`embed`, for the duration of the call, and is restored after it (:func:`intra_op_threads`),
-    so setting it does not change torch for the rest of the process. The default, 1, is measured
-    (bench/results/embedder-load.md): on cores that other processes also use (Neo4j, an LLM server), torch's
-    own default (one thread per core) makes a query many times slower, because its threads wait for each
-    other at the end of every operation, spinning, while the scheduler has put one of them aside. With more
-    threads on a shared machine, start the process with ``OMP_WAIT_POLICY=PASSIVE`` (read when torch loads),
-    so that waiting threads sleep instead of spinning.
+    so the rest of the process keeps torch's own count. The default, 1, is measured on 2 cores
+    (bench/results/embedder-load.md): torch's own default, a thread per core, spins while it waits between
+    operations. On idle cores that made a query 15 ms instead of 21 ms; once other processes (Neo4j, an LLM
+    server) used the cores it was 1.5-16x slower than one thread, 67-3,227 ms per query. On dedicated cores, set
+    ``threads`` to their number. For more than one thread on a shared machine, start the process with
+    ``OMP_WAIT_POLICY=PASSIVE`` (read when torch loads), so that waiting threads sleep.
     """
 
     def __init__(
