@@ -41,6 +41,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from lastknown_graph.domain.reports import ForgetReport, JobState, JobStatus, UserDeletion, WriteReport
+from lastknown_graph.durable_files import fsync_directory
 from lastknown_graph.errors import (
     InvalidInputError,
     LastknownError,
@@ -168,7 +169,7 @@ class _Spool:
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(temp, final)
-            self._sync_directory()
+            fsync_directory(self.directory)
         except OSError as exc:
             temp.unlink(missing_ok=True)
             final.unlink(missing_ok=True)
@@ -180,16 +181,9 @@ class _Spool:
     def remove(self, path: Path) -> None:
         try:
             path.unlink(missing_ok=True)
-            self._sync_directory()
+            fsync_directory(self.directory)
         except OSError as exc:
             raise SpoolError(f"cannot delete the spool file {path}: {exc.strerror or exc}") from exc
-
-    def _sync_directory(self) -> None:
-        descriptor = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
     def close(self) -> None:
         self._lock_file.close()  # releases the flock

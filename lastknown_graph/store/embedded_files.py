@@ -28,6 +28,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from lastknown_graph.durable_files import fsync_directory
 from lastknown_graph.errors import CorruptStoreFileError
 from lastknown_graph.store.graph_changes import Change, GraphChanges
 from lastknown_graph.store.graph_codec import (
@@ -38,7 +39,7 @@ from lastknown_graph.store.graph_codec import (
     shape_problem,
     snapshot_bytes,
 )
-from lastknown_graph.store.journal import DamagedJournalError, Journal, JournalState, fsync_directory
+from lastknown_graph.store.journal import DamagedJournalError, Journal, JournalState
 
 logger = logging.getLogger(__name__)
 

@@ -22,6 +22,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from lastknown_graph.durable_files import fsync_directory
+
 logger = logging.getLogger(__name__)
 
 MAGIC = b"LKJ1"
@@ -148,11 +150,3 @@ class Journal:
             fsync_directory(self.path.parent)
         except OSError as exc:  # gone for every reader; after a power cut it may be back, its records skipped as stale
             logger.warning("could not sync the removal of %s (%s)", self.path, exc)
-
-
-def fsync_directory(directory: Path) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
