@@ -20,9 +20,7 @@ from pathlib import Path
 
 from bench._report import markdown_table, write_generated
 from bench.stale.records import PairCheck, ScenarioResult
-from lastknown_graph.pipeline.conflicts import ConflictSettings
-from lastknown_graph.pipeline.grounding import restates_the_prompt
-from lastknown_graph.prompts.conflict_verdict import own_words
+from lastknown_graph.pipeline.conflicts import ConflictSettings, keep_is_overruled
 
 
 @dataclass(frozen=True)
@@ -36,12 +34,7 @@ def replay_check(check: PairCheck, settings: ConflictSettings) -> bool:
     """Whether today's rule retires the recorded pair, from its recorded stage-1 probability and stage-2 reason."""
     if check.stage != "stage2" or check.retired:
         return check.retired
-    probability = check.still_true_probability
-    return (
-        probability is not None
-        and probability < settings.unreasoned_keep_overruled_below
-        and restates_the_prompt(check.reason, [check.earlier, check.later], own_words())
-    )
+    return keep_is_overruled(check.still_true_probability, check.reason, check.earlier, check.later, settings)
 
 
 def replay(results: Sequence[ScenarioResult], settings: ConflictSettings) -> list[Replayed]:

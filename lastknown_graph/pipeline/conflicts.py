@@ -136,6 +136,17 @@ def moment_expires(new_kind: FactKind, new_topic: str, candidate: Fact) -> bool:
     return new_kind is FactKind.MOMENT and candidate.kind is FactKind.MOMENT and candidate.topic == new_topic
 
 
+def keep_is_overruled(
+    probability: float | None, reasoning: str, earlier_text: str, later_text: str, settings: ConflictSettings
+) -> bool:
+    """Whether stage 2's "still true" gives way to a confident stage 1: its reason only restated the prompt."""
+    return (
+        probability is not None
+        and probability < settings.unreasoned_keep_overruled_below
+        and restates_the_prompt(reasoning, [earlier_text, later_text], own_words())
+    )
+
+
 def judge_pair(
     llm: ChatModel,
     meter: UsageMeter,
@@ -168,12 +179,9 @@ def judge_pair(
         max_tokens=300,
     )
     reasoning = printable(verdict.reasoning)
-    if (
-        verdict.verdict == "still_true"
-        and probability is not None
-        and probability < settings.unreasoned_keep_overruled_below
-        and restates_the_prompt(reasoning, [earlier.text, later_text], own_words())
-    ):
+    overruled = verdict.verdict == "still_true" and keep_is_overruled(
+        probability, reasoning, earlier.text, later_text, settings)
+    if overruled and probability is not None:
         return PairDecision(True, Stage.STAGE1_CONFIDENT, probability,
                             f"stage 1: P(still true) {probability:.2f}; stage 2's reason only restated the question "
                             f"({reasoning})")
