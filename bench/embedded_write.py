@@ -262,11 +262,12 @@ def summary(built: Sequence[SizedStore], measured: Sequence[Measurement], comman
     sizes = [b.size for b in built]
     p50: dict[str, dict[int, float]] = {m.mode: {} for m in measured}
     for m in measured:
-        p50[m.mode][m.size] = round(m.p50_ms, 2)
+        p50[m.mode][m.size] = m.p50_ms  # unrounded, so that the ratios here and in the markdown agree
     journal = p50["journal"]
     result: dict[str, Any] = {
         ratio_key(sizes): round(journal[max(sizes)] / journal[min(sizes)], 2),
-        "write_p50_ms": {mode: {str(size): ms for size, ms in by_size.items()} for mode, by_size in p50.items()},
+        "write_p50_ms": {mode: {str(size): round(ms, 2) for size, ms in by_size.items()}
+                         for mode, by_size in p50.items()},
         "whole_file_over_journal_p50": {
             str(size): round(p50["whole file"][size] / journal[size], 1) for size in sizes},
         "command": command,

@@ -355,13 +355,18 @@ def test_embedded_write_short_form_computes_its_ratios_from_its_rows(tmp_path: P
     p50 = {key: float(row["p50 ms"]) for key, row in rows.items()}
     summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     ratio = summary["embedded_write_p50_ratio_3k_over_300"]
-    assert ratio == pytest.approx(p50[(large, "journal")] / p50[(small, "journal")], rel=0.02)
+    journal_ms = summary["write_p50_ms"]["journal"]
+    # The table shows one decimal, which at ~2 ms is a 3% rounding step; the JSON keeps two, so the ratio is
+    # checked against the JSON's own p50s, within what their rounding and the ratio's own can move it.
+    smallest, largest = (journal_ms[str(size)] for size in embedded_write.QUICK_SIZES)
+    rounding = (largest / smallest) * (0.005 / smallest + 0.005 / largest) + 0.005
+    assert ratio == pytest.approx(largest / smallest, abs=rounding)
     for mode, by_size in summary["write_p50_ms"].items():
         for size, ms in by_size.items():
             assert ms == pytest.approx(p50[(f"{int(size):,}", mode)], abs=0.06)
     for size, times in summary["whole_file_over_journal_p50"].items():
-        facts = f"{int(size):,}"
-        assert times == pytest.approx(p50[(facts, "whole file")] / p50[(facts, "journal")], rel=0.05, abs=0.06)
+        whole_file_ms = summary["write_p50_ms"]["whole file"][size]
+        assert times == pytest.approx(whole_file_ms / journal_ms[size], rel=0.01, abs=0.06)
     compaction = {row["facts"]: row for row in table(markdown, "## Compaction (journal)")}
     for size, figures in summary["journal_compaction"].items():
         row = compaction[f"{int(size):,}"]
