@@ -32,8 +32,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from lastknown_graph import EmbeddedStore, Memory, Store
-from lastknown_graph.integrations.background import BackgroundWriter, WriteFailure
+from lastknown_graph import BackgroundWriter, EmbeddedStore, Memory, Store, WriteFailure
 from lastknown_graph.integrations.langgraph import MemoryNodes, MemoryState
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 
@@ -105,8 +104,12 @@ def calendar() -> Callable[[], date]:
 def main(store: Store | None = None, user: str = USER) -> None:
     store = store if store is not None else EmbeddedStore(None)  # in memory; EmbeddedStore(path) keeps a file
     memory_model, embedder = ScriptedModel(scripted_memory_model), HashedEmbedder(384)
-    with BackgroundWriter(on_failure=report_failure) as writer:
-        nodes = MemoryNodes(lambda user: Memory(memory_model, embedder, user, store), writer=writer, today=calendar())
+    def memory_for(user: str) -> Memory:
+        return Memory(memory_model, embedder, user, store)
+
+    # BackgroundWriter(..., spool_dir="memory-spool") would also keep each turn on disk until it is written.
+    with BackgroundWriter(memory_for, on_failure=report_failure) as writer:
+        nodes = MemoryNodes(memory_for, writer=writer, today=calendar())
         agent = build_agent(nodes, scripted_chat_model())
         for thread, text, day in CONVERSATIONS:
             result = agent.invoke({"messages": [HumanMessage(text)]},
@@ -114,7 +117,7 @@ def main(store: Store | None = None, user: str = USER) -> None:
             print(f"[{day}] {user}: {text}\n[{day}] agent: {result['messages'][-1].text}")
             # The answer came before the write was done. Conversations days apart never race their writes; this
             # script's follow at once, so it waits for the write before the next one starts.
-            writer.flush()
+            writer.wait()
         print("\nThe agent's model was sent this system message in the last conversation:\n")
         print(result["llm_input_messages"][0].text)
 

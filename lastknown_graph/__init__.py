@@ -1,6 +1,7 @@
 """lastknown_graph: long-term memory for LLM assistants that notices when what it remembers stops being true."""
 
 from lastknown_graph.async_memory import AsyncMemory
+from lastknown_graph.background import BackgroundWriter, PendingWrite, WriteFailure
 from lastknown_graph.domain.models import (
     Fact,
     FactKind,
@@ -12,6 +13,7 @@ from lastknown_graph.domain.models import (
     UndoReport,
     UserExport,
 )
+from lastknown_graph.domain.reports import JobState, JobStatus, UserDeletion
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import APIEmbedder, Embedder, EmbedderError, LocalEmbedder
 from lastknown_graph.errors import (
@@ -20,13 +22,19 @@ from lastknown_graph.errors import (
     LastknownError,
     SchemaMismatchError,
     SessionConflictError,
+    SpoolError,
     StaleStateError,
     StoreError,
     StoreUnavailableError,
+    TooManyWritesError,
     UndoConflictError,
+    UnknownJobError,
     UnknownSessionError,
     UnknownUserError,
     UserExistsError,
+    WaitTimeoutError,
+    WriteDroppedError,
+    WriterClosedError,
 )
 from lastknown_graph.llm import LLM, LLMError, LLMOutputError, LLMUnavailableError
 from lastknown_graph.memory import Memory
@@ -38,6 +46,7 @@ __all__ = [
     "LLM",
     "APIEmbedder",
     "AsyncMemory",
+    "BackgroundWriter",
     "CorruptStoreFileError",
     "EmbeddedStore",
     "Embedder",
@@ -47,6 +56,8 @@ __all__ = [
     "FactStatus",
     "HistoryEntry",
     "InvalidInputError",
+    "JobState",
+    "JobStatus",
     "LLMError",
     "LLMOutputError",
     "LLMUnavailableError",
@@ -55,20 +66,29 @@ __all__ = [
     "Memory",
     "MemoryReader",
     "Neo4jStore",
+    "PendingWrite",
     "SchemaMismatchError",
     "ScoredFact",
     "SessionConflictError",
     "SessionWrite",
+    "SpoolError",
     "StaleStateError",
     "Store",
     "StoreError",
     "StoreUnavailableError",
     "TimelineEvent",
+    "TooManyWritesError",
     "UndoConflictError",
     "UndoReport",
+    "UnknownJobError",
     "UnknownSessionError",
     "UnknownUserError",
+    "UserDeletion",
     "UserExistsError",
     "UserExport",
     "VolatilityPriors",
+    "WaitTimeoutError",
+    "WriteDroppedError",
+    "WriteFailure",
+    "WriterClosedError",
 ]

@@ -21,6 +21,10 @@ DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 DEFAULT_NEO4J_USER = "neo4j"
 # Keyless local servers (llama.cpp, vLLM, Ollama) accept any key; the OpenAI client insists on one.
 KEYLESS_API_KEY = "not-needed"
+# torch threads of the local embedder while it encodes: one, because torch's default (a thread per core) spins between
+# operations and was 1.5-16x slower per query once other processes used the cores, 1.4x faster on idle ones
+# (bench/results/embedder-load.md).
+DEFAULT_EMBED_THREADS = 1
 
 
 def default_embedded_path() -> Path:
@@ -38,11 +42,16 @@ class Settings(BaseSettings):
                                                                                   "OPENAI_API_KEY"))
     # Send enable_thinking=false (Qwen3 on vLLM/SGLang); "1", "true", "yes" or "on".
     thinking_switch: bool = False
+    # How many of one write's (or ask's) independent model calls are sent at once: 1 for a server that answers one
+    # request at a time (llama-cpp-python), more for one that batches (vLLM, SGLang). See LLM(max_concurrent=...).
+    max_concurrent: int = Field(default=1, ge=1)
 
     # The embedder: the bundled local model, or an /embeddings endpoint (default: the model's base URL).
     embedder: Literal["local", "api"] = "local"
     embed_model: str | None = None
     embed_base_url: str | None = None
+    # torch's intra-op threads while LocalEmbedder encodes (see LocalEmbedder).
+    embed_threads: int = Field(default=DEFAULT_EMBED_THREADS, ge=1)
 
     # The store: Neo4j when a URI is set, else the embedded store's file.
     neo4j_uri: str | None = None

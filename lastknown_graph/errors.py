@@ -69,3 +69,35 @@ class SessionConflictError(InvalidInputError):
     Writing the same session with the same messages stays a no-op (idempotent); use a new session id for a new
     conversation.
     """
+
+
+class TooManyWritesError(LastknownError):
+    """Too many background writes are waiting (the model writes slower than conversations arrive); this one was not
+    queued and nothing of it was stored or spooled."""
+
+
+class UnknownJobError(InvalidInputError):
+    """No such background write here: never submitted to this writer, another user's, or finished long ago."""
+
+
+class SpoolError(LastknownError):
+    """The spool directory of a ``BackgroundWriter`` cannot be used (in use by another writer, not writable, or a
+    file in it unreadable); the call that needed it changed nothing."""
+
+
+class WriterClosedError(LastknownError, RuntimeError):
+    """The ``BackgroundWriter`` was closed; nothing was queued."""
+
+
+class WriteDroppedError(LastknownError):
+    """A background write was dropped before it was written, because its user's memory was erased through the
+    writer (``forget``, ``forget_about``, ``delete_user``); nothing of it was stored, and its spool file is gone."""
+
+
+class WaitTimeoutError(LastknownError, TimeoutError):
+    """Background writes were still queued or running when the wait ran out; they go on."""
+
+
+def error_line(error: BaseException) -> str:
+    """An error as one line, ``ClassName: message``: how a failed background write or a tool error is shown."""
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"

@@ -6,7 +6,7 @@ read never needs an LLM endpoint, and the embedder only for search (``find``, ``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -86,6 +86,20 @@ def id_argument(value: object, what: str) -> str:
 
 def user_argument(user: object) -> str:
     return id_argument(user, "user id")
+
+
+def fact_ids_argument(fact_ids: object) -> list[str]:
+    """The fact ids ``forget()`` takes: a list (not one string) of ids, each checked."""
+    if isinstance(fact_ids, str | bytes) or not isinstance(fact_ids, Iterable):
+        raise InvalidInputError("forget() takes a list of fact ids")
+    return [id_argument(fact_id, "fact id") for fact_id in fact_ids]
+
+
+def threshold_argument(threshold: object) -> float:
+    """A similarity threshold of ``matching`` and ``forget_about``: a number in (0, 1]."""
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 < threshold <= 1.0:
+        raise InvalidInputError(f"threshold must be in (0, 1], got {threshold!r}")
+    return float(threshold)
 
 
 class MemoryReader:
@@ -213,8 +227,7 @@ class MemoryReader:
     def matching(self, query: str, threshold: float = DEFAULT_FORGET_THRESHOLD) -> list[ScoredFact]:
         """Every fact (current or historical) at least ``threshold`` similar to ``query``: what
         ``forget_about`` would delete."""
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 < threshold <= 1.0:
-            raise InvalidInputError(f"threshold must be in (0, 1], got {threshold!r}")
+        threshold = threshold_argument(threshold)
         embedding = self._embedding(query)
         k = FIND_MAX_K
         while True:
@@ -230,9 +243,7 @@ class MemoryReader:
 
     def forget(self, fact_ids: Sequence[str]) -> ForgetReport:
         """Delete facts by id, with their source messages' text. Unknown ids are ignored (not in the report)."""
-        if isinstance(fact_ids, str):
-            raise InvalidInputError("forget() takes a list of fact ids")
-        ids = [id_argument(fact_id, "fact id") for fact_id in fact_ids]
+        ids = fact_ids_argument(fact_ids)
         known = {f.id: f.text for f in self.store.facts_by_id(self.user, ids)}
         report = self.store.delete_facts(self.user, list(known))
         return ForgetReport(

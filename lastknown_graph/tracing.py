@@ -26,7 +26,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from lastknown_graph.domain.reports import Answer, UsageReport, WriteReport
-from lastknown_graph.llm.protocol import Capabilities, ChatModel, Messages, T
+from lastknown_graph.llm.protocol import Capabilities, ChatModel, Messages, T, concurrency_of
 from lastknown_graph.llm.usage import UsageMeter
 from lastknown_graph.version import __version__
 
@@ -145,6 +145,10 @@ class TracedModel:
 
     def capabilities(self) -> Capabilities:
         return self.wrapped.capabilities()
+
+    @property
+    def max_concurrent(self) -> int:
+        return concurrency_of(self.wrapped)
 
     def structured(
         self, messages: Messages, answer: type[T], *, purpose: str, meter: UsageMeter | None = None,

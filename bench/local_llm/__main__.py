@@ -31,6 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--threads", type=int, default=None, help="default: every core")
     serve.add_argument("--no-prompt-cache", action="store_true",
                        help="evaluate every prompt from the last one's prefix only (llama-cpp-python's default)")
+    serve.add_argument("--n-ctx", type=int, default=None,
+                       help="context window in tokens (default: the model's, 4096; mem0 needs about 12288)")
     serve.add_argument("--log", type=Path, default=Path("llama-server.log"), help="the server's own output")
     commands.add_parser("features", help="CPU features the installed llama-cpp-python build was compiled for")
     args = top.parse_args(argv)
@@ -45,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 options = dataclasses.replace(options, prompt_cache_bytes=None)
             if args.threads is not None:
                 options = dataclasses.replace(options, threads=args.threads)
+            if args.n_ctx is not None:
+                options = dataclasses.replace(options, n_ctx=args.n_ctx)
             signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
             with llama_server(args.model, args.log, port=args.port, options=options) as server:
                 print(f"serving {server.alias} at {server.base_url} (log: {args.log}); Ctrl-C stops it", flush=True)

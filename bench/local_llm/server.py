@@ -63,6 +63,8 @@ class ServerOptions:
     # keeps (prompt tokens x vocabulary x 4 bytes, ~0.6 GB for a 1,000-token prompt): at the default 2 GiB the
     # server grew to 22 GB and was OOM-killed. 128 MiB keeps 4-11 entries (a few GB), about one per kind of call.
     prompt_cache_bytes: int | None = 128 << 20
+    # None: the model's (4096 for both). mem0's extraction prompt alone is ~8,100 Qwen tokens (docs/stale.md, peers).
+    n_ctx: int | None = None
 
 
 @dataclass
@@ -90,8 +92,9 @@ def free_port() -> int:
 def server_command(spec: ModelSpec, model_path: Path, port: int, options: ServerOptions) -> list[str]:
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", spec.alias,
-        "--host", HOST, "--port", str(port), "--n_ctx", str(spec.n_ctx), "--n_threads", str(options.threads),
-        "--n_batch", str(options.n_batch), "--interrupt_requests", "false", "--seed", str(options.seed),
+        "--host", HOST, "--port", str(port), "--n_ctx", str(options.n_ctx or spec.n_ctx),
+        "--n_threads", str(options.threads), "--n_batch", str(options.n_batch), "--interrupt_requests", "false",
+        "--seed", str(options.seed),
     ]
     if spec.chat_format is not None:
         command += ["--chat_format", spec.chat_format]

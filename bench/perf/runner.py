@@ -124,22 +124,31 @@ def measure_groups(harness: Harness, run: RunResult, config: str, store: Embedde
 
 
 def real_embedder_ms(samples: int, harness: Harness) -> dict[str, list[float]]:
-    """What all-MiniLM-L6-v2 on this CPU adds for the caller: one query, and the ten facts of a write."""
+    """What all-MiniLM-L6-v2 on this CPU adds for the caller: one query, and the ten facts of a write.
+
+    With the library's default thread count and, alternating call by call on the same texts, with torch's own
+    (what LocalEmbedder used before it had ``threads``): the two differ most on a busy machine
+    (bench/results/embedder-load.md).
+    """
+    import torch
+
     from bench.perf.synthetic import TOPICS, fact_text
     from lastknown_graph.embedders import LocalEmbedder
 
-    embedder = LocalEmbedder()
-    embedder.embed(["warm up the model"])
-    timings: dict[str, list[float]] = {"embed 1 query": [], "embed 10 facts (one write)": []}
+    torch_default = torch.get_num_threads()
+    embedders = {f"{LocalEmbedder().threads} thread(s), LocalEmbedder default": LocalEmbedder(),
+                 f"{torch_default} threads, torch's default": LocalEmbedder(threads=torch_default)}
+    timings: dict[str, list[float]] = {}
+    for embedder in embedders.values():
+        embedder.embed(["warm up the model"])
     for _ in range(samples):
         texts = [fact_text(harness.rng, TOPICS[i][0]) for i in range(10)]
-        started = time.perf_counter()
-        embedder.embed(texts[:1])
-        timings["embed 1 query"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        embedder.embed(texts)
-        timings["embed 10 facts (one write)"].append(time.perf_counter() - started)
-    return timings
+        for setting, embedder in embedders.items():
+            for call, batch in (("embed 1 query", texts[:1]), ("embed 10 facts (one write)", texts)):
+                started = time.perf_counter()
+                embedder.embed(batch)
+                timings.setdefault(f"{call}, {setting}", []).append(time.perf_counter() - started)
+    return dict(sorted(timings.items()))
 
 
 def run(sizes: Sizes, neo4j_uri: str, neo4j_home: Path | None, work_dir: Path | None,

@@ -43,9 +43,9 @@ FACT_TOPICS: dict[str, tuple[str, bool]] = {
     topic.fact.format(value=value): (topic.name, topic.single_valued) for topic in TOPICS for value in topic.values
 }
 
-# The pair as stage 1 ("Older note (...)") and stage 2 ("Older fact (written ...)") show it.
-_PAIR = re.compile(r"Older (?:note|fact) \([^)]*\): (?P<earlier>[^\n]+)\n"
-                   r"Newer (?:note|fact) \([^)]*\): (?P<later>[^\n]+)")
+# The pair as stage 1 ("Older note (...)") and stage 2 ("Older fact (written ...)") show it, in either order.
+_EARLIER = re.compile(r"Older (?:note|fact) \([^)]*\): (?P<text>[^\n]+)")
+_LATER = re.compile(r"Newer (?:note|fact) \([^)]*\): (?P<text>[^\n]+)")
 _PREMISE = re.compile(r"Message: (?P<message>.*)\nFact about the user: (?P<fact>[^\n]+)", re.DOTALL)
 _MESSAGES_HEADER = "User messages:\n"
 
@@ -86,8 +86,8 @@ def conversation_pool(size: int, seed: int) -> list[Conversation]:
 
 
 def _pair(request: RecordedRequest) -> tuple[str, str] | None:
-    match = _PAIR.search(request.last_user_message)
-    return (match["earlier"].strip(), match["later"].strip()) if match else None
+    earlier, later = (pattern.search(request.last_user_message) for pattern in (_EARLIER, _LATER))
+    return (earlier["text"].strip(), later["text"].strip()) if earlier and later else None
 
 
 def replaces(request: RecordedRequest) -> bool:

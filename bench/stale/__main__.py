@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from bench._report import invocation, write_generated
 from bench.stale.dataset import (
@@ -29,10 +30,12 @@ from bench.stale.dataset import (
     load_scenarios,
 )
 from bench.stale.judge import EXTRAS_FILE, RUBRIC_FILE, Judge, JudgePrompt
+from bench.stale.peers import GRAPHITI, MEM0, PEERS, PeerNotInstalledError, installed_version
 from bench.stale.report import generated_markdown, report_path, summary_json, summary_json_path
-from bench.stale.runner import RunMismatchError, RunPlan, run
+from bench.stale.runner import PEER_VERSIONS, RunMismatchError, RunPlan, run
 from bench.stale.scripted import BEHAVIOURS, EMBEDDING_DIMENSION, LABEL, Behaviour, scripted_rules
-from bench.stale.systems import SYSTEMS, Resources
+from bench.stale.systems import ALL_SYSTEMS, SYSTEMS, PeerSettings, Resources
+from lastknown_graph.config import load_settings
 from lastknown_graph.embedders import APIEmbedder, Embedder, LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS
@@ -63,7 +66,9 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--skeletons", action="store_true",
                     help="evidence-only mode even for a full file: M_old/M_new in sessions of their own, "
                          "our fillers between")
-    go.add_argument("--system", nargs="+", choices=SYSTEMS, default=list(SYSTEMS), help="systems to run (default: all)")
+    go.add_argument("--system", nargs="+", choices=ALL_SYSTEMS, default=list(SYSTEMS),
+                    help=f"systems to run (default: {' '.join(SYSTEMS)}; the peers {' and '.join(PEERS)} need the "
+                         "bench extra: pip install -e '.[local,peers]')")
     go.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint of the answering (and memory) model")
     go.add_argument("--model", default=None, help="model name (default: the first the server lists)")
     go.add_argument("--api-key-env", default="LASTKNOWN_API_KEY", help="environment variable holding the API key")
@@ -92,6 +97,12 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--embed-base-url", default=None, help="an /embeddings endpoint instead of the local MiniLM")
     go.add_argument("--embed-model", default=None, help="model of --embed-base-url")
     go.add_argument("--neo4j-uri", default=None, help="store the memory in this Neo4j (default: embedded, in memory)")
+    go.add_argument("--graphiti-neo4j-uri", default=None,
+                    help="the Neo4j graphiti stores its graph in (its own labels, one group per scenario; default: "
+                         "--neo4j-uri, else LASTKNOWN_NEO4J_URI)")
+    go.add_argument("--graphiti-max-coroutines", type=int, default=None,
+                    help="graphiti's concurrent model calls within an episode (default: graphiti's, 20; 1 for a "
+                         "server that answers one request at a time, such as llama.cpp's)")
     go.add_argument("--out", type=Path, required=True, help="directory for run.json and one JSONL per system")
     go.add_argument("--workers", type=int, default=2, help="scenarios in flight at once")
     go.add_argument("--limit", type=int, default=None, help="first N scenarios only")
@@ -152,6 +163,37 @@ def _layout(args: argparse.Namespace) -> Layout:
     )
 
 
+def preload_peers(peers: Sequence[str]) -> None:
+    """Import each peer's package now (mem0's brings torch along, a minute on a busy machine), not in a scenario."""
+    if MEM0 in peers:
+        from bench.stale.peers.mem0_system import preload as preload_mem0
+
+        preload_mem0()
+    if GRAPHITI in peers:
+        from bench.stale.peers.graphiti_system import preload as preload_graphiti
+
+        preload_graphiti()
+
+
+class PeerEndpoint(NamedTuple):
+    """Where the run's model and embeddings are, as the peers' own clients need them spelled out."""
+
+    api_key: str | None
+    embed_base_url: str | None = None  # None: the local MiniLM
+    embed_model: str | None = None
+
+
+def peer_settings(args: argparse.Namespace, llm: LLM, endpoint: PeerEndpoint) -> PeerSettings:
+    """The run's model server, embedder and Neo4j, for the peers (the same ones our systems use)."""
+    return PeerSettings(
+        base_url=llm.base_url, model=llm.model, api_key=endpoint.api_key,
+        timeout_s=args.timeout_s, max_retries=args.max_retries,
+        embed_base_url=endpoint.embed_base_url, embed_model=endpoint.embed_model,
+        neo4j_uri=args.graphiti_neo4j_uri or args.neo4j_uri or load_settings().neo4j_uri,
+        graphiti_max_coroutines=args.graphiti_max_coroutines, thinking_switch=args.thinking_switch,
+    )
+
+
 def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     data = args.data or (CI_SKELETONS if args.quick else SHARED_SKELETONS)
     try:
@@ -173,6 +215,12 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.answer_max_tokens < 1:
         print("bench.stale: --answer-max-tokens must be at least 1", file=sys.stderr)
         return 2
+    peers = [system for system in args.system if system in PEERS]
+    missing = [system for system in peers if installed_version(system) is None]
+    if missing:
+        print(f"bench.stale: {PeerNotInstalledError(missing[0])}", file=sys.stderr)
+        return 2
+    preload_peers(peers)
     judged = args.judge == "llm" or (args.judge is None and (args.judge_base_url is not None or behaviour is not None))
     skeletons = args.skeletons or any(s.haystack_session is None for s in scenarios)
     layout = _layout(args)
@@ -188,6 +236,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             embedder: Embedder = APIEmbedder(base_url=server.base_url, model="scripted-hashed-words",
                                              api_key="scripted", dimension=EMBEDDING_DIMENSION)
             label = f"{LABEL}: {behaviour}"
+            peer_endpoint = PeerEndpoint("scripted", server.base_url, "scripted-hashed-words")
         else:
             llm = LLM(base_url=args.base_url, model=args.model, api_key=_key(args.api_key_env),
                       thinking_switch=args.thinking_switch or None, timeout_s=args.timeout_s,
@@ -201,6 +250,8 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             else:
                 embedder = LocalEmbedder()
             label = f"model {args.model or '(server default)'}"
+            peer_endpoint = PeerEndpoint(_key(args.api_key_env) or load_settings().model_api_key,
+                                         args.embed_base_url, args.embed_model)
         neo4j: Store | None = None
         if args.neo4j_uri:
             neo4j = Neo4jStore(args.neo4j_uri)
@@ -209,6 +260,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         extras_prompt = args.judge_extras_prompt or EXTRAS_FILE
         judge = Judge(judge_llm, JudgePrompt.load(judge_prompt), JudgePrompt.load(extras_prompt)) if judged else None
         types = Counter(s.type for s in scenarios)
+        peer_config = peer_settings(args, llm, peer_endpoint) if peers else None
         meta = {
             "label": label, "data": _shown(data), "mode": "evidence-only" if skeletons else "full haystack",
             "layout": (f"{layout.filler_sessions} filler sessions of {layout.filler_turns_per_session} turns"
@@ -227,6 +279,9 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "embedder": embedder.name if behaviour is None else "scripted hashed-word vectors (384-d)",
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
             "history_max_chars": args.history_max_chars, "rag_k": args.rag_k,
+            PEER_VERSIONS: {system: installed_version(system) for system in peers},
+            "graphiti_store": (f"Neo4j at {peer_config.neo4j_uri}, one group per scenario"
+                               if peer_config is not None and GRAPHITI in peers else None),
             "command": invocation("python -m bench.stale", argv),
             # A run resumed under other prompts or rules would mix two memories in one table.
             "code": library_version(),
@@ -236,7 +291,8 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                        progress=not args.no_progress, meta=meta)
         resources = Resources(llm=llm, embedder=embedder, neo4j=neo4j, history_max_chars=args.history_max_chars,
                               rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens,
-                              conflict_settings=ConflictSettings(stage1_flag_below=args.stage1_flag_below))
+                              conflict_settings=ConflictSettings(stage1_flag_below=args.stage1_flag_below),
+                              peers=peer_config)
         try:
             summary = run(plan, resources, judge)
         except RunMismatchError as exc:

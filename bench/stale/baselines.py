@@ -13,6 +13,7 @@ import numpy as np
 
 from bench.stale.dataset import Session
 from bench.stale.records import Probed, ProbeResult
+from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.memory import usage_report
@@ -21,18 +22,26 @@ BASELINE_SYSTEM = (
     "You are a helpful assistant. Below are messages the user wrote to you in earlier conversations, with "
     "their dates. Use them when they are relevant to the user's request."
 )
+# The peers (mem0, graphiti) answer from what their search returned: statements about the user, not the user's
+# messages, so their prompt says so and is otherwise the baselines' (bench/stale/peers/).
+RECALLED_SYSTEM = (
+    "You are a helpful assistant. Below is what your memory recalled about the user from earlier conversations, "
+    "with dates. Use it when it is relevant to the user's request."
+)
 HISTORY_HEADING = "The user's earlier messages (oldest first):"
 RETRIEVED_HEADING = "The user's earlier messages most related to this request (oldest first):"
 TRUNCATION_NOTE = "[... older messages left out ...]"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def baseline_messages(heading: str, lines: list[str], question: str) -> list[dict[str, str]]:
-    system = f"{BASELINE_SYSTEM}\n\n{heading}\n" + "\n".join(lines)
+def baseline_messages(heading: str, lines: list[str], question: str,
+                      system_prompt: str = BASELINE_SYSTEM) -> list[dict[str, str]]:
+    system = f"{system_prompt}\n\n{heading}\n" + "\n".join(lines)
     return [{"role": "system", "content": system}, {"role": "user", "content": question}]
 
 
-def _answer(llm: LLM, messages: list[dict[str, str]], question: str, max_tokens: int) -> Probed:
+def answer_probe(llm: LLM, messages: list[dict[str, str]], question: str, max_tokens: int) -> Probed:
+    """One answer call with the run's model, metered under the purpose "answer"."""
     meter = UsageMeter()
     text = llm.text(messages, purpose="answer", meter=meter, max_tokens=max_tokens)
     return Probed(ProbeResult(question=question, answer=text), usage_report(meter))
@@ -46,6 +55,7 @@ class FullHistory:
     max_chars: int
     answer_max_tokens: int
     name: str = "full-history"
+    ingest_usage: dict[str, UsageCounts] = field(default_factory=dict)  # no model call before a question
     _lines: list[str] = field(default_factory=list)
 
     def ingest(self, session: Session) -> None:
@@ -60,8 +70,11 @@ class FullHistory:
                 break
             kept.append(line)
             budget -= len(line) + 1
-        return _answer(self.llm, baseline_messages(HISTORY_HEADING, kept[::-1], question), question,
-                       self.answer_max_tokens)
+        return answer_probe(self.llm, baseline_messages(HISTORY_HEADING, kept[::-1], question), question,
+                            self.answer_max_tokens)
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 def sentences(turn: str) -> list[str]:
@@ -77,6 +90,7 @@ class NaiveRag:
     k: int
     answer_max_tokens: int
     name: str = "naive-rag"
+    ingest_usage: dict[str, UsageCounts] = field(default_factory=dict)  # embeddings are local, no model call
     _lines: list[str] = field(default_factory=list)
     _vectors: list[list[float]] = field(default_factory=list)
 
@@ -99,5 +113,8 @@ class NaiveRag:
             top = sorted(int(i) for i in np.argsort(-scores, kind="stable")[: self.k])
         else:
             top = []
-        return _answer(self.llm, baseline_messages(RETRIEVED_HEADING, [self._lines[i] for i in top], question),
-                       question, self.answer_max_tokens)
+        return answer_probe(self.llm, baseline_messages(RETRIEVED_HEADING, [self._lines[i] for i in top], question),
+                            question, self.answer_max_tokens)
+
+    def close(self) -> None:
+        """Nothing to release."""

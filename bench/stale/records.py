@@ -105,6 +105,14 @@ def add_usage(into: dict[str, UsageCounts], report: UsageReport) -> None:
         into[purpose] = sum_counts(into.get(purpose, UsageCounts()), counts)
 
 
+def combined(*reports: UsageReport) -> UsageReport:
+    """One report of several calls' usage (a peer's search and our answer call for one probe)."""
+    by_purpose: dict[str, UsageCounts] = {}
+    for report in reports:
+        add_usage(by_purpose, report)
+    return UsageReport(total=total(by_purpose), by_purpose=by_purpose)
+
+
 def sum_counts(a: UsageCounts, b: UsageCounts) -> UsageCounts:
     return UsageCounts(calls=a.calls + b.calls, prompt_tokens=a.prompt_tokens + b.prompt_tokens,
                        completion_tokens=a.completion_tokens + b.completion_tokens)

@@ -19,6 +19,7 @@ from statistics import mean
 
 from bench._report import machine_lines, markdown_table
 from bench.stale.deterministic import leading_answer, summary
+from bench.stale.peers import DISTRIBUTIONS
 from bench.stale.probes import DIMENSIONS
 from bench.stale.records import ScenarioResult, all_results, sum_counts, total
 from bench.stale.runner import RUN_FILE
@@ -182,7 +183,7 @@ def summary_json(out: Path) -> dict[str, object]:
     systems = [str(s) for s in meta.get("systems", [])]
     results = all_results(out, systems)
     keys = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "answer_max_tokens",
-            "stage1_flag_below", "embedder", "store", "code", "command")
+            "stage1_flag_below", "embedder", "store", "code", "command", "peer_versions", "graphiti_store")
     by_type = {
         system: {kind: summary([r for r in results[system].values() if r.type == kind]) for kind in ("T1", "T2")}
         for system in systems if results[system]
@@ -244,6 +245,13 @@ def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
         "the prompt",
         f"- library at `{meta.get('code', 'unknown')}`; run: `{meta.get('command')}`; report: `{report_command}`",
     ]
+    versions = meta.get("peer_versions")
+    if isinstance(versions, dict) and versions:
+        named = ", ".join(f"{system} ({DISTRIBUTIONS.get(system, system)} {version})"
+                          for system, version in sorted(versions.items()))
+        store = f"; graphiti's graph: {meta['graphiti_store']}" if meta.get("graphiti_store") else ""
+        lines.append(f"- peers: {named}, answering from their search with the baselines' plain prompt{store} "
+                     "(docs/stale.md, The peers)")
     return lines
 
 

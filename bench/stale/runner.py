@@ -23,7 +23,7 @@ from bench.stale.records import (
     read_results,
     results_path,
 )
-from bench.stale.systems import MemorySystem, Resources, make_system, user_id_for
+from bench.stale.systems import MemorySystem, Resources, System, SystemFailure, make_system, user_id_for
 from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.errors import LastknownError
 
@@ -33,6 +33,9 @@ RUN_FILE = "run.json"
 # A resumed run must not mix answers from another model, judge, data or layout into the same files.
 IDENTITY_KEYS = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "judge_prompt",
                  "answer_max_tokens", "stage1_flag_below", "code")
+
+
+PEER_VERSIONS = "peer_versions"  # system -> the version of its package, for the peers a run has run
 
 
 class RunMismatchError(Exception):
@@ -68,12 +71,27 @@ def check_identity(out: Path, meta: Mapping[str, object]) -> None:
     if path.exists():
         before = json.loads(path.read_text(encoding="utf-8"))
         changed = [k for k in IDENTITY_KEYS if before.get(k) != meta.get(k)]
+        # A peer may join a run later (the memory first, the peers after), but never in another version.
+        earlier_peers, peers = _versions(before.get(PEER_VERSIONS)), _versions(meta.get(PEER_VERSIONS))
+        changed += [f"{PEER_VERSIONS}.{name}" for name in sorted(set(earlier_peers) & set(peers))
+                    if earlier_peers[name] != peers[name]]
         if changed:
-            details = "; ".join(f"{k}: {before.get(k)!r} -> {meta.get(k)!r}" for k in changed)
+            details = "; ".join(f"{k}: {_at(before, k)!r} -> {_at(meta, k)!r}" for k in changed)
             raise RunMismatchError(f"{out} holds another run ({details}); choose a new --out")
         systems = sorted(set(before.get("systems", [])) | set(_strings(meta.get("systems"))))
-        meta = {**before, **meta, "systems": systems}
+        meta = {**before, **meta, "systems": systems, PEER_VERSIONS: {**earlier_peers, **peers}}
     path.write_text(json.dumps(dict(meta), indent=1, default=str) + "\n", encoding="utf-8")
+
+
+def _versions(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _at(meta: Mapping[str, object], key: str) -> object:
+    """A run.json value by key, or a peer's version by "peer_versions.<system>"."""
+    if key.startswith(f"{PEER_VERSIONS}."):
+        return _versions(meta.get(PEER_VERSIONS)).get(key.split(".", 1)[1])
+    return meta.get(key)
 
 
 def _strings(value: object) -> list[str]:
@@ -89,14 +107,16 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
             "sessions": len(sessions), "user_turns": sum(len(s.user_turns) for s in sessions)}
     usage: dict[str, dict[str, UsageCounts]] = {"ingest": {}, "answer": {}, "judge": {}}
     seconds: dict[str, float] = {}
-    system = make_system(system_name, resources, user_id)
     probes: dict[str, ProbeResult] = {}
     started = time.perf_counter()
     try:
+        system = make_system(system_name, resources, user_id)
+    except SystemFailure as exc:  # a peer that cannot start (its store, its model): nothing ran
+        return ScenarioResult(**base, status="error", error=str(exc), usage=usage, seconds=seconds)
+    try:
         for session in sessions:
             system.ingest(session)
-        if isinstance(system, MemorySystem):
-            usage["ingest"] = system.ingest_usage
+        usage["ingest"] = system.ingest_usage
         seconds["ingest"] = time.perf_counter() - started
         started = time.perf_counter()
         for probe, question in probe_questions(scenario).items():
@@ -105,11 +125,12 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
             add_usage(usage["answer"], probed.usage)
         seconds["answer"] = time.perf_counter() - started
         linkage, checks = system.graph_results(scenario) if isinstance(system, MemorySystem) else (None, [])
-    except LastknownError as exc:
-        if isinstance(system, MemorySystem):
-            usage["ingest"] = system.ingest_usage
-        return ScenarioResult(**base, status="error", error=f"{type(exc).__name__}: {exc}", probes=probes,
-                              usage=usage, seconds=seconds)
+    except (LastknownError, SystemFailure) as exc:
+        usage["ingest"] = system.ingest_usage
+        error = f"{type(exc).__name__}: {exc}" if isinstance(exc, LastknownError) else str(exc)
+        return ScenarioResult(**base, status="error", error=error, probes=probes, usage=usage, seconds=seconds)
+    finally:
+        _close(system)
     if judge is None:
         return ScenarioResult(**base, status="ok", probes=probes, linkage=linkage, checks=checks, usage=usage,
                               seconds=seconds)
@@ -120,6 +141,14 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
     return ScenarioResult(**base, status="ok", probes=probes, grades=judgement.grades,
                           judge_errors=judgement.errors, linkage=linkage, checks=checks, usage=usage,
                           seconds=seconds)
+
+
+def _close(system: System) -> None:
+    """A system that fails to release what it held has still answered: its result is kept, the failure logged."""
+    try:
+        system.close()
+    except Exception:
+        logger.exception("closing %s failed", system.name)
 
 
 def pending(plan: RunPlan) -> tuple[list[tuple[Scenario, str]], int]:

@@ -192,7 +192,11 @@ def judge_rules() -> list[Rule]:
 
 def scripted_rules(scenarios: Iterable[Scenario], behaviour: Behaviour) -> list[Rule]:
     """Every rule for a run: per-scenario rules first, then the generic defaults and the judge."""
+    from bench.stale.scripted_peers import peer_rules  # it builds on this module's helpers
+
+    scenarios = list(scenarios)
     rules = [rule for scenario in scenarios for rule in _scenario_rules(scenario, behaviour)]
+    rules += peer_rules(scenarios, behaviour)  # the peers' calls carry purposes of their own (scripted_peers.py)
     rules += [
         Rule(purpose="extraction", reply=Reply.json({"facts": []})),
         Rule(purpose="stage1", reply=still_true(0.97)),

@@ -1,6 +1,7 @@
-"""The systems under test, one fresh instance per scenario: our memory, and the two baselines.
+"""The systems under test, one fresh instance per scenario: our memory, the two baselines, and the peers.
 
-A system is fed the scenario's sessions one by one (user turns only) and then asked questions.
+A system is fed the scenario's sessions one by one (user turns only), then asked questions, then closed. The peers
+(mem0, graphiti: ``bench/stale/peers/``) need the bench-only ``peers`` extra and are never run by default.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Final, Protocol
 from bench.stale.baselines import FullHistory, NaiveRag
 from bench.stale.dataset import Scenario, Session
 from bench.stale.linkage import linkage, old_fact_ids
+from bench.stale.peers import GRAPHITI, MEM0, PEERS
 from bench.stale.records import Linkage, PairCheck, Probed, ProbeResult, add_usage
 from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.embedders import Embedder
@@ -23,15 +25,43 @@ from lastknown_graph.store import EmbeddedStore, Store
 MEMORY: Final = "memory"
 FULL_HISTORY: Final = "full-history"
 NAIVE_RAG: Final = "naive-rag"
-SYSTEMS: Final = (MEMORY, FULL_HISTORY, NAIVE_RAG)
+SYSTEMS: Final = (MEMORY, FULL_HISTORY, NAIVE_RAG)  # what a run runs unless --system says otherwise
+ALL_SYSTEMS: Final = (*SYSTEMS, *PEERS)
+
+
+class SystemFailure(Exception):  # noqa: N818  # it names what happened to the system, as the records say it
+    """A system under test failed where it does not raise a lastknown_graph error: a peer's exception, or a session
+    a peer dropped because its model's reply was unreadable. The scenario is recorded as a system error."""
 
 
 class System(Protocol):
     name: str
+    ingest_usage: dict[str, UsageCounts]  # model calls spent on ingest so far, per purpose
 
     def ingest(self, session: Session) -> None: ...
 
     def ask(self, question: str) -> Probed: ...
+
+    def close(self) -> None:
+        """Release what the scenario's instance holds (a peer's store, event loop, files)."""
+        ...
+
+
+@dataclass(frozen=True)
+class PeerSettings:
+    """How the peers reach the run's model server and embedder, which are the ones our systems use."""
+
+    base_url: str
+    model: str
+    api_key: str | None
+    timeout_s: float
+    max_retries: int
+    # An OpenAI-compatible /embeddings endpoint (the scripted double, --embed-base-url); None: the local MiniLM.
+    embed_base_url: str | None = None
+    embed_model: str | None = None
+    neo4j_uri: str | None = None  # graphiti's store
+    graphiti_max_coroutines: int | None = None  # None: graphiti's default (SEMAPHORE_LIMIT, 20)
+    thinking_switch: bool = False  # the run's --thinking-switch, for the peers' requests too
 
 
 @dataclass
@@ -76,6 +106,9 @@ class MemorySystem:
         return Probed(ProbeResult(question=question, answer=answer.text, premise_notes=answer.premise_notes,
                                   context=answer.context), answer.usage)
 
+    def close(self) -> None:
+        """The store is the run's (a shared Neo4j) or an in-memory one that goes with this object."""
+
 
 @dataclass(frozen=True)
 class Resources:
@@ -88,6 +121,7 @@ class Resources:
     rag_k: int
     answer_max_tokens: int = ANSWER_MAX_TOKENS  # every system's answers get the same bound
     conflict_settings: ConflictSettings = field(default_factory=ConflictSettings)  # the memory's
+    peers: PeerSettings | None = None  # None: the run cannot make peer systems
 
 
 def user_id_for(scenario: Scenario) -> str:
@@ -105,4 +139,14 @@ def make_system(name: str, resources: Resources, user_id: str) -> System:
         return FullHistory(resources.llm, resources.history_max_chars, resources.answer_max_tokens)
     if name == NAIVE_RAG:
         return NaiveRag(resources.llm, resources.embedder, resources.rag_k, resources.answer_max_tokens)
-    raise ValueError(f"unknown system {name!r}; choose from {', '.join(SYSTEMS)}")
+    if name in PEERS and resources.peers is None:
+        raise ValueError(f"the {name} system needs PeerSettings in the run's resources")
+    if name == MEM0 and resources.peers is not None:
+        from bench.stale.peers.mem0_system import Mem0System
+
+        return Mem0System.start(resources, resources.peers, user_id)
+    if name == GRAPHITI and resources.peers is not None:
+        from bench.stale.peers.graphiti_system import GraphitiSystem
+
+        return GraphitiSystem.start(resources, resources.peers, user_id)
+    raise ValueError(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}")

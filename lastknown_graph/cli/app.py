@@ -282,10 +282,14 @@ lastknown upgrade --store bolt://localhost:7687
 lastknown mcp --user alice                    # stdio: what an MCP host (Claude Desktop, an IDE) starts
 lastknown mcp --user alice --http 8765        # streamable HTTP on http://127.0.0.1:8765/mcp
 lastknown mcp --http 8765                     # any user: every tool call names its user
+lastknown mcp --user alice --spool-dir ~/.lastknown/spool   # background writes survive a stop or a crash
 """, run_mcp)
     mcp.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port instead of stdio")
     mcp.add_argument("--host", metavar="HOST", help="with --http: the address to bind (default 127.0.0.1, this "
                                                    "machine only)")
+    mcp.add_argument("--spool-dir", metavar="DIR", help="keep each background write in DIR until it is written, and "
+                                                        "first write what a stopped server left there (default: off, "
+                                                        "queued writes live in memory only)")
 
     neo4j = commands.add_parser(
         "neo4j", help="start, stop or inspect a local Neo4j for development (Java + Maven, no Docker)",

@@ -46,7 +46,7 @@ from lastknown_graph.errors import InvalidInputError, LastknownError, UndoConfli
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS
 from lastknown_graph.render.timeline_html import render_timeline_html
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
-from lastknown_graph.store.embedded import FILE_FORMAT as EMBEDDED_FORMAT
+from lastknown_graph.store.graph_codec import FILE_FORMAT as EMBEDDED_FORMAT
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 
 # Names of the replacement relations in ``stats``.

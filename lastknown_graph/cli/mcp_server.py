@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import signal
-from functools import partial
+from pathlib import Path
 from types import FrameType
 
 from lastknown_graph.cli.runtime import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CLIError, Runtime, checked_user, note
@@ -40,7 +40,7 @@ def run_mcp(args: argparse.Namespace, rt: Runtime) -> int:
     if args.http is not None and not 1 <= args.http <= 65535:
         raise CLIError(f"--http takes a port from 1 to 65535, got {args.http}", EXIT_USAGE)
     try:
-        from lastknown_graph.mcp.server import build_server, error_text
+        from lastknown_graph.mcp.server import build_server
     except ModuleNotFoundError as exc:
         if exc.name != "mcp" and not (exc.name or "").startswith("mcp."):
             raise
@@ -49,7 +49,11 @@ def run_mcp(args: argparse.Namespace, rt: Runtime) -> int:
 
     user = served_user(rt)
     rt.store()  # a store that cannot be opened fails the start, not every call
-    service = MemoryService(rt, UserPolicy(user), partial(error_text, redact=rt.redact))
+    # A host's config passes arguments without a shell, so "~" is expanded here.
+    spool_dir = Path(args.spool_dir).expanduser() if args.spool_dir is not None else None
+    service = MemoryService(rt, UserPolicy(user), redact=rt.redact, spool_dir=spool_dir)
+    if service.writer.replayed:
+        note(f"writing {len(service.writer.replayed)} background writes left in {spool_dir} first")
     server = build_server(service)
     whom = f"user {user!r}" if user is not None else "any user each call names"
     # Ctrl-C and SIGTERM are how a server is stopped, not errors. The HTTP server (uvicorn) shuts down
@@ -68,7 +72,7 @@ def run_mcp(args: argparse.Namespace, rt: Runtime) -> int:
         note("stopped")
     finally:
         signal.signal(signal.SIGTERM, previous)
-        waiting = service.jobs.waiting()
+        waiting = service.writer.waiting()
         if waiting:
             note(f"finishing {waiting} background writes first")
         service.close()  # queued background writes were promised to the host

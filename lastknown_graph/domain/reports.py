@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import date
+from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from lastknown_graph.domain.stages import Stage
 
@@ -135,7 +136,46 @@ class Answer(Report):
     usage: UsageReport
 
 
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"  # the conversation is stored (or was already); report says what changed
+    FAILED = "failed"  # nothing of it is stored; error says why, retryable whether it is kept to be written again
+    DROPPED = "dropped"  # not written: the user's memory was erased through the writer before it ran
+
+
+class JobStatus(Report):
+    """A background write. It is all or nothing: until it is done nothing of it is visible, and a failed or dropped
+    one stored nothing."""
+
+    job_id: str
+    user: str
+    session: str
+    state: JobState
+    attempts: int = Field(default=0, description="How often it was started (more than 1 after a retry).")
+    report: WriteReport | None = Field(default=None, description="What the write did, once done.")
+    error_type: str | None = Field(default=None, description="The class of the error, when it failed.")
+    error: str | None = Field(default=None, description="The typed error, ClassName: message, when it failed.")
+    retryable: bool = Field(default=False, description="A failure that passes (the model's server or the database "
+                                                       "was unreachable): the writer keeps the words and writes them "
+                                                       "when retried, or at its next start on the same spool "
+                                                       "directory. Writing the same session again also settles it.")
+
+
 class ForgetReport(Report):
     forgotten: tuple[str, ...]
     fact_ids: tuple[str, ...]
     redacted_messages: int
+    dropped_writes: tuple[JobStatus, ...] = Field(default=(), description=(
+        "Through a BackgroundWriter: the user's writes that were not written yet, dropped with their spool files "
+        "so that nothing forgotten comes back or stays on disk; submit them again to keep what they said."))
+
+
+class UserDeletion(Report):
+    """``BackgroundWriter.delete_user``: whether the store held the user, and the writes dropped before they ran."""
+
+    user: str
+    deleted: bool
+    dropped_writes: tuple[JobStatus, ...] = ()

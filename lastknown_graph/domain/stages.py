@@ -6,6 +6,8 @@ from enum import StrEnum
 class Stage(StrEnum):
     STAGE1 = "stage1"  # the one-token check: the earlier fact is still true, nothing more asked
     STAGE2 = "stage2"  # the reasoning check decided
+    # a confident stage 1 decided because stage 2's "still true" only restated the question (no reason about the pair)
+    STAGE1_CONFIDENT = "stage1_confident"
     EVIDENCE = "evidence"  # enough inferred contradictions retired a well-confirmed fact
     RESISTED = "resisted"  # a well-confirmed fact held against one inferred contradiction
     CORRECTION = "correction"  # the user said the fact is wrong or outdated: no model was asked

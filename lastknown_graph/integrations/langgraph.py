@@ -5,7 +5,8 @@ returns ``llm_input_messages``: the conversation with the memory as a system mes
 ``messages`` (the conversation the checkpointer keeps) is left as it was, so memory text never piles up in a
 thread's history. This is LangGraph's own convention for messages a model sees without changing the state (the
 ``pre_model_hook`` of its prebuilt agent). ``MemoryNodes.remember``, placed after the model node, hands the turn's
-user messages to a ``BackgroundWriter`` and returns at once: the answer never waits for the memory's model calls.
+user messages to the core's ``BackgroundWriter`` (``lastknown_graph.background``) and returns at once: the answer
+never waits for the memory's model calls, and with the writer's ``spool_dir`` a turn is on disk before it returns.
 
     nodes = MemoryNodes(lambda user: Memory(llm, embedder, user, store))
     graph = StateGraph(MemoryState)
@@ -38,9 +39,9 @@ except ImportError as exc:  # the extra is missing: say what to install instead 
     raise ImportError("lastknown_graph.integrations.langgraph needs LangGraph: "
                       "pip install 'lastknown_graph[langgraph]'") from exc
 
+from lastknown_graph.background import BackgroundWriter, WriteFailure
 from lastknown_graph.domain.validation import MAX_IDENTIFIER_CHARS
-from lastknown_graph.errors import InvalidInputError
-from lastknown_graph.integrations.background import BackgroundWriter
+from lastknown_graph.errors import InvalidInputError, LastknownError
 from lastknown_graph.memory import Memory
 from lastknown_graph.prompts.agent_memory import agent_memory_text
 
@@ -111,9 +112,10 @@ class MemoryNodes:
     """The two nodes of a memory-backed LangGraph agent; ``memory_for(user)`` gives the user's ``Memory``.
 
     ``memory_for`` may make a Memory per call (cheap: no database round trip) or hand out kept ones. ``writer``
-    runs the writes (one shared by several graphs keeps their order); its ``on_failure`` hears of every write that
-    failed (each is also logged at ERROR), ``flush()`` waits for the writes, ``close()`` at shutdown. ``today``
-    dates each turn's session; ``context_tokens`` bounds the context (``Memory.context(max_tokens=...)``).
+    runs the writes, by default ``BackgroundWriter(memory_for)`` (pass your own for a ``spool_dir`` or an
+    ``on_failure``; one shared by several graphs keeps their order): ``on_failure`` hears of every write that failed
+    (each is also logged at ERROR), ``wait()`` waits for the writes, ``close()`` at shutdown. ``today`` dates each
+    turn's session; ``context_tokens`` bounds the context (``Memory.context(max_tokens=...)``).
     """
 
     def __init__(
@@ -121,7 +123,7 @@ class MemoryNodes:
         today: Callable[[], date] = utc_today, context_tokens: int | None = None,
     ) -> None:
         self.memory_for = memory_for
-        self.writer = writer if writer is not None else BackgroundWriter()
+        self.writer = writer if writer is not None else BackgroundWriter(memory_for)
         self.today = today
         self.context_tokens = context_tokens
 
@@ -141,12 +143,16 @@ class MemoryNodes:
     def remember(self, state: MessagesState, config: RunnableConfig) -> dict[str, list[AnyMessage]]:
         """After the model: the turn's user messages go to the background writer; returns at once, changes nothing.
 
-        A write that fails or is refused is reported by the writer (log and ``on_failure``), never raised here:
-        the answer is already given. A turn without user text writes nothing.
+        A write that fails or is refused (a full queue, a spool that cannot be written) is reported by the writer
+        (log and ``on_failure``), never raised here: the answer is already given. A turn without user text writes
+        nothing.
         """
         turn = latest_user_turn(state["messages"])
         if turn:
-            memory = self.memory_for(configured_user(config))
-            self.writer.submit(memory, [message.text for message in turn], date=self.today(),
-                               session=turn_session_id(configured_thread(config), turn))
+            user, day, texts = configured_user(config), self.today(), [message.text for message in turn]
+            session = turn_session_id(configured_thread(config), turn)
+            try:
+                self.writer.submit(texts, date=day, session=session, user=user)
+            except LastknownError as refused:
+                self.writer.report_failure(WriteFailure(user, session, day, tuple(texts), refused))
         return {}

@@ -2,7 +2,7 @@
 
 from lastknown_graph.llm.client import LLM, ServerCapabilities
 from lastknown_graph.llm.errors import LLMError, LLMOutputError, LLMUnavailableError
-from lastknown_graph.llm.protocol import Capabilities, ChatModel, Messages
+from lastknown_graph.llm.protocol import Capabilities, ChatModel, Messages, concurrency_of
 from lastknown_graph.llm.usage import Usage, UsageMeter
 
 __all__ = [
@@ -16,4 +16,5 @@ __all__ = [
     "ServerCapabilities",
     "Usage",
     "UsageMeter",
+    "concurrency_of",
 ]

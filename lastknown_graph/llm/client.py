@@ -160,6 +160,12 @@ class LLM:
     the thinking phase (``chat_template_kwargs.enable_thinking = false``; also top-level
     ``enable_thinking = false`` unless the server refuses that field).
 
+    ``max_concurrent`` (``LASTKNOWN_MAX_CONCURRENT``, default 1) is how many of one write's independent conflict
+    checks, or one answer's premise checks, the memory sends at once. Raise it for a server that batches
+    concurrent requests (vLLM, SGLang, llama.cpp's ``llama-server --parallel N``); keep 1 for one that answers one
+    request at a time (llama-cpp-python), where concurrent requests only queue, and a queued one can run into
+    ``timeout_s``. The decisions, and what is stored, are the same at any value.
+
     Safe to share between threads.
     """
 
@@ -174,11 +180,15 @@ class LLM:
         max_retries: int = 3,
         backoff_s: float = 0.5,
         temperature: float = 0.0,
+        max_concurrent: int | None = None,
         settings: Settings | None = None,
     ) -> None:
         """Arguments left out come from ``settings`` (default: the environment's, ``LASTKNOWN_*``)."""
         if max_retries < 0:
             raise ValueError("max_retries must be 0 or more")
+        if max_concurrent is not None and (isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int)
+                                           or max_concurrent < 1):
+            raise ValueError(f"max_concurrent must be a positive integer, got {max_concurrent!r}")
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         env = settings or load_settings()
@@ -186,6 +196,7 @@ class LLM:
         self._model: str | None = model or env.model or None
         key = api_key or env.model_api_key
         self._thinking_switch = env.thinking_switch if thinking_switch is None else thinking_switch
+        self._max_concurrent = env.max_concurrent if max_concurrent is None else max_concurrent
         self._timeout_s = timeout_s
         self._max_retries = max_retries
         self._backoff_s = backoff_s
@@ -204,6 +215,11 @@ class LLM:
     @property
     def thinking_switch(self) -> bool:
         return self._thinking_switch
+
+    @property
+    def max_concurrent(self) -> int:
+        """How many independent calls of one write or ask are sent at once (see the class docstring)."""
+        return self._max_concurrent
 
     @property
     def model(self) -> str:

@@ -46,3 +46,15 @@ class ChatModel(Protocol):
     ) -> str:
         """The reply as text, never empty."""
         ...
+
+
+def concurrency_of(model: ChatModel) -> int:
+    """How many independent calls may be sent to ``model`` at once: its ``max_concurrent`` where it has one.
+
+    ``LLM`` and ``ScriptedModel`` have one; the protocol does not require it, so an adapter without it is asked one
+    call at a time, as before there was a choice.
+    """
+    value = getattr(model, "max_concurrent", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{type(model).__name__}.max_concurrent must be a positive integer, got {value!r}")
+    return value

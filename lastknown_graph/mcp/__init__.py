@@ -2,5 +2,5 @@
 
 An adapter over the core, which never imports it. Only ``server.py`` needs the ``mcp`` SDK
 (``pip install 'lastknown_graph[mcp]'``): ``service.py`` says what each tool does, ``schemas.py`` what it takes and
-returns, ``jobs.py`` runs background writes.
+returns; background writes are the core's ``BackgroundWriter``.
 """

@@ -1,7 +1,7 @@
 """What the MCP tools take and return, as pydantic types: the JSON schemas an MCP host shows its model.
 
 Each ``Field(description=...)`` is the documentation the host's model reads. Results reuse the library's own
-models (``WriteReport``, ``Fact``, ``TimelineEvent``, ...), so the wire says what the Python API says.
+models (``WriteReport``, ``JobStatus``, ``Fact``, ``TimelineEvent``, ...), so the wire says what the Python API says.
 """
 
 from __future__ import annotations
@@ -56,27 +56,6 @@ class RememberResult(BaseModel):
     status: WriteStatus
     job_id: str | None = Field(default=None, description="With background: the id to pass to remember_status.")
     report: WriteReport | None = Field(default=None, description="What the write did (not for background writes).")
-
-
-class JobState(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"  # the conversation is stored; report says what changed
-    FAILED = "failed"  # nothing of it is stored; error says why
-
-
-class JobStatus(BaseModel):
-    """A background write. It is all or nothing: until it is done nothing of it is visible, and a failed one
-    stored nothing."""
-
-    model_config = ConfigDict(frozen=True)
-
-    job_id: str
-    user: str
-    session: str
-    state: JobState
-    report: WriteReport | None = None
-    error: str | None = Field(default=None, description="The typed error's message, when it failed.")
 
 
 class ContextResult(BaseModel):
@@ -152,3 +131,4 @@ class CorrectionResult(BaseModel):
     fact: Fact = Field(description="The fact that was corrected, as it was before.")
     report: WriteReport | None = Field(default=None, description="retire: the correction session that retired it.")
     forgotten: ForgetReport | None = Field(default=None, description="forget: what was deleted.")
+

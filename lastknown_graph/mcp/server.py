@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from lastknown_graph.domain.reports import JobStatus
 from lastknown_graph.errors import LastknownError
 from lastknown_graph.mcp.schemas import (
     AsOfResult,
@@ -28,7 +29,6 @@ from lastknown_graph.mcp.schemas import (
     DomainFilter,
     FindResult,
     ForgetResult,
-    JobStatus,
     KindFilter,
     KnownAt,
     Messages,
@@ -63,11 +63,6 @@ DELETES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempoten
 ResultT = TypeVar("ResultT")
 
 
-def error_text(exc: Exception, redact: Callable[[str], str] = lambda text: text) -> str:
-    """What a client is told of a typed error: its class and its message, on one line."""
-    return redact(f"{type(exc).__name__}: {' '.join(str(exc).split())}")
-
-
 def build_server(service: MemoryService) -> MCPServer:
     """An MCP server over ``service``; run it with ``.run("stdio")`` or ``.run("streamable-http", host=, port=)``."""
     server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
@@ -95,8 +90,8 @@ def build_server(service: MemoryService) -> MCPServer:
     def remember_status(
         job_id: Annotated[str, Field(description="The job_id remember returned.")], user: UserArgument = user_default,
     ) -> JobStatus:
-        """The state of a background remember: queued, running, done (with its report) or failed (with the error;
-        then nothing of it was stored)."""
+        """The state of a background remember: queued, running, done (with its report), failed (with the error;
+        then nothing of it was stored) or dropped (a deletion of the user's memory came first)."""
         return answer(lambda: service.remember_status(user, job_id))
 
     def context(

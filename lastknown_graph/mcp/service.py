@@ -1,25 +1,28 @@
 """What each MCP tool does, over the library: one method per tool, typed arguments in, a result model out.
 
 No MCP here (``server.py`` puts these methods on the wire). Every method first settles whose memory it is
-(``UserPolicy``), then calls ``Memory`` / ``MemoryReader``; failures are the library's typed errors, raised before
-anything changed. The store, the LLM and the embedder come from a ``Backend`` (the CLI's ``Runtime``): reads never
-construct the LLM client, and only search loads the embedder.
+(``UserPolicy``), then calls ``Memory`` / ``MemoryReader``, or the core's ``BackgroundWriter`` for background writes
+and for deletions (which must reach the writes not written yet); failures are the library's typed errors, raised
+before anything changed. The store, the LLM and the embedder come from a ``Backend`` (the CLI's ``Runtime``): reads
+never construct the LLM client, and only search loads the embedder.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol
 
+from lastknown_graph.background import BackgroundWriter
 from lastknown_graph.domain.models import Fact
+from lastknown_graph.domain.reports import JobState, JobStatus
 from lastknown_graph.domain.search import search_scope
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.errors import InvalidInputError, LastknownError
+from lastknown_graph.errors import InvalidInputError, LastknownError, error_line
 from lastknown_graph.llm import ChatModel
-from lastknown_graph.mcp.jobs import BackgroundWrites
 from lastknown_graph.mcp.schemas import (
     AsOfResult,
     ChatTurn,
@@ -28,7 +31,6 @@ from lastknown_graph.mcp.schemas import (
     CorrectionResult,
     FindResult,
     ForgetResult,
-    JobStatus,
     PremiseNotesResult,
     RememberResult,
     SearchFilters,
@@ -85,17 +87,33 @@ def _listing(facts: list[Fact]) -> str:
     return shown + more
 
 
+def _unchanged(text: str) -> str:
+    return text
+
+
 class MemoryService:
-    def __init__(self, backend: Backend, users: UserPolicy, error_text: Callable[[Exception], str]) -> None:
-        """``error_text``: what a client is told of a typed error (the CLI's takes the Neo4j password out)."""
+    def __init__(
+        self, backend: Backend, users: UserPolicy, *, redact: Callable[[str], str] = _unchanged,
+        spool_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """``redact`` cleans what a client is told of an error (the CLI's takes the Neo4j password out).
+
+        Background writes go to a ``BackgroundWriter`` made here, with ``spool_dir`` when given: it first writes
+        what a previous server left in that directory.
+        """
         self._backend = backend
         self._opening = threading.Lock()  # tools run on worker threads; each backend part is opened once
+        self._redact = redact
         self.users = users
-        self.error_text = error_text
-        self.jobs = BackgroundWrites(error_text)
+        self.writer = BackgroundWriter(self._memory, spool_dir=spool_dir)
+
+    def error_text(self, exc: Exception) -> str:
+        """What a client is told of a typed error: its class and its message, on one line, redacted."""
+        return self._redact(error_line(exc))
 
     def close(self) -> None:
-        self.jobs.close()
+        """Finish the queued background writes (each was promised to the host when it was queued), then stop."""
+        self.writer.close()
 
     # ------------------------------------------------------------------ the library objects
 
@@ -126,14 +144,20 @@ class MemoryService:
             report = memory.write(turns, date=day, session=session)
             status = WriteStatus.ALREADY_WRITTEN if report.already_written else WriteStatus.WRITTEN
             return RememberResult(status=status, report=report)
-        # Checked now, so a malformed call is refused here instead of failing later where nobody sees it.
-        kept, checked_day, session_id = memory.check_write(turns, day, session)
-        job = self.jobs.submit(memory.user, session_id, lambda: memory.write(kept, date=checked_day,
-                                                                               session=session_id))
+        # Checked now (and, with a spool, on disk), so a malformed call is refused here, not later where nobody sees it.
+        job = self.writer.submit(turns, date=day, session=session, user=memory.user)
         return RememberResult(status=WriteStatus.QUEUED, job_id=job.job_id)
 
     def remember_status(self, user: str | None, job_id: str) -> JobStatus:
-        return self.jobs.status(job_id, self.users.user_for(user))
+        status = self.writer.status(job_id, user=self.users.user_for(user))
+        return status if status.error is None else status.model_copy(update={"error": self._redact(status.error)})
+
+    def _unwritten(self, user: str) -> str:
+        """What a confirmed deletion would also drop: the user's background writes not started (a running one is
+        written first, and what it stores is deleted with the rest)."""
+        waiting = [job for job in self.writer.pending(user) if job.state is not JobState.RUNNING]
+        return (f", and drop {len(waiting)} background writes of this user not written yet (sessions "
+                f"{', '.join(repr(job.session) for job in waiting)})" if waiting else "")
 
     def correct(
         self, user: str | None, statement: str, fact_id: str | None, matching: str | None, action: CorrectionAction,
@@ -151,11 +175,11 @@ class MemoryService:
             report = self._memory(who).correct(fact.id, statement)
             return CorrectionResult(user=who, action=action, fact=fact, report=report)
         if not confirm:
-            raise NotConfirmedError(f"forgetting deletes {fact.id} ({fact.text!r}) everywhere: call again with "
-                                    "confirm: true if the user wants that (or action retire to keep it in the "
-                                    "history as wrong); nothing was deleted")
+            raise NotConfirmedError(f"forgetting deletes {fact.id} ({fact.text!r}) everywhere{self._unwritten(who)}: "
+                                    "call again with confirm: true if the user wants that (or action retire to keep "
+                                    "it in the history as wrong); nothing was deleted")
         # Forgetting leaves no trace, so the statement (which names what is forgotten) is not stored either.
-        return CorrectionResult(user=who, action=action, fact=fact, forgotten=reader.forget([fact.id]))
+        return CorrectionResult(user=who, action=action, fact=fact, forgotten=self.writer.forget([fact.id], user=who))
 
     @staticmethod
     def _named_fact(reader: MemoryReader, fact_id: str | None, matching: str | None, *, current_only: bool) -> Fact:
@@ -210,9 +234,9 @@ class MemoryService:
         if not confirm:
             known = reader.store.facts_by_id(who, ids)
             what = f"{len(known)} facts everywhere ({_listing(known)})" if known else "nothing (no such fact)"
-            raise NotConfirmedError(f"forget would delete {what}: call again with confirm: true if the user wants "
-                                    "that; nothing was deleted")
-        report = reader.forget(ids)
+            raise NotConfirmedError(f"forget would delete {what}{self._unwritten(who)}: call again with confirm: "
+                                    "true if the user wants that; nothing was deleted")
+        report = self.writer.forget(ids, user=who)
         unknown = [fact_id for fact_id in dict.fromkeys(ids) if fact_id not in report.fact_ids]
         return ForgetResult(user=who, forgotten=report, unknown_ids=unknown)
 
@@ -222,6 +246,6 @@ class MemoryService:
         if not confirm:
             matches = [hit.fact for hit in reader.matching(query, threshold)]
             raise NotConfirmedError(f"forget_about would delete {len(matches)} facts everywhere"
-                                    f"{' (' + _listing(matches) + ')' if matches else ''}: call again with "
-                                    "confirm: true if the user wants that; nothing was deleted")
-        return ForgetResult(user=who, forgotten=reader.forget_about(query, threshold))
+                                    f"{' (' + _listing(matches) + ')' if matches else ''}{self._unwritten(who)}: "
+                                    "call again with confirm: true if the user wants that; nothing was deleted")
+        return ForgetResult(user=who, forgotten=self.writer.forget_about(query, threshold, user=who))

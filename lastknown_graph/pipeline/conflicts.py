@@ -20,8 +20,9 @@ from lastknown_graph.domain.volatility import (
     stage1_flag_bar,
 )
 from lastknown_graph.llm import ChatModel, UsageMeter
+from lastknown_graph.pipeline.grounding import restates_the_prompt
 from lastknown_graph.pipeline.text_checks import normalised, printable
-from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
+from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages, own_words
 from lastknown_graph.prompts.still_true import outdated_messages
 from lastknown_graph.store import Store
 
@@ -51,6 +52,13 @@ class ConflictSettings:
     # runs: 1); a session that says "everything you know about me is outdated" must not empty the memory.
     max_retirements_per_session: int = 5
     max_retired_share: float = 0.25
+    # A small model sometimes gives stage 2's "still true" with the prompt's own words for a reason ("A person can
+    # have both facts true at the same time, today"): 8 of 42 stage-2 reasons in the Qwen2.5-Coder-1.5B STALE run
+    # (bench/results/stale-qwen2.5-coder-1.5b.md), all "still true". Such a verdict says nothing about the pair, so
+    # it cannot overrule a confident stage 1: the earlier fact is retired when P(still true) is below this. In that
+    # run, the 3 such pairs below 0.4 were changes (a city for a small town, a house for a small apartment, a
+    # software job for night shifts); the 2 at 0.48 and 0.49 paired a job the model had made up with a job and a city.
+    unreasoned_keep_overruled_below: float = 0.4
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,17 @@ def moment_expires(new_kind: FactKind, new_topic: str, candidate: Fact) -> bool:
     return new_kind is FactKind.MOMENT and candidate.kind is FactKind.MOMENT and candidate.topic == new_topic
 
 
+def keep_is_overruled(
+    probability: float | None, reasoning: str, earlier_text: str, later_text: str, settings: ConflictSettings
+) -> bool:
+    """Whether stage 2's "still true" gives way to a confident stage 1: its reason only restated the prompt."""
+    return (
+        probability is not None
+        and probability < settings.unreasoned_keep_overruled_below
+        and restates_the_prompt(reasoning, [earlier_text, later_text], own_words())
+    )
+
+
 def judge_pair(
     llm: ChatModel,
     meter: UsageMeter,
@@ -140,7 +159,9 @@ def judge_pair(
 ) -> PairDecision:
     """Stage 1 (one token) for every pair; stage 2 (reason, then verdict) only for flagged pairs.
 
-    Without logprobs stage 1 is a bare Yes/No that cannot flag generously, so every pair goes to stage 2.
+    Without logprobs stage 1 is a bare Yes/No that cannot flag generously, so every pair goes to stage 2. A
+    "still true" whose reason only restates the prompt leaves the pair to a confident stage 1
+    (``ConflictSettings.unreasoned_keep_overruled_below``).
     """
     probability: float | None = None
     if llm.capabilities().logprobs:
@@ -157,4 +178,11 @@ def judge_pair(
         meter=meter,
         max_tokens=300,
     )
-    return PairDecision(verdict.verdict == "no_longer_true", Stage.STAGE2, probability, printable(verdict.reasoning))
+    reasoning = printable(verdict.reasoning)
+    overruled = verdict.verdict == "still_true" and keep_is_overruled(
+        probability, reasoning, earlier.text, later_text, settings)
+    if overruled and probability is not None:
+        return PairDecision(True, Stage.STAGE1_CONFIDENT, probability,
+                            f"stage 1: P(still true) {probability:.2f}; stage 2's reason only restated the question "
+                            f"({reasoning})")
+    return PairDecision(verdict.verdict == "no_longer_true", Stage.STAGE2, probability, reasoning)

@@ -174,6 +174,14 @@ def mostly_words_of(fact_text: str, texts: list[str]) -> bool:
     return size > 0 and own >= _MIN_OWN_WORDS
 
 
+def restates_the_prompt(reasoning: str, facts: list[str], prompt_texts: list[str]) -> bool:
+    """A model's reasoning that names none of ``facts`` and is mostly the prompt's own words: the question
+    answered with itself ("A person can have both facts true at the same time, today"), not a reason about the
+    facts. A short reason of its own ("scripted", "Moved.") is not one; no reason at all is."""
+    words = _stems(reasoning)
+    return not words or (not words & _stems(" ".join(facts)) and mostly_words_of(reasoning, prompt_texts))
+
+
 # "... is outdated", "no longer true": a verdict about other facts, with nothing of what is true now.
 _OUTDATED = re.compile(
     r"\b(outdated|out of date|obsolete|no longer (true|accurate|valid|correct|current|relevant|applies|applicable)|"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lastknown_graph import tracing
 from lastknown_graph.domain.models import Fact, FactStatus, HistoryEntry
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.llm import ChatModel, UsageMeter
+from lastknown_graph.llm import ChatModel, UsageMeter, concurrency_of
+from lastknown_graph.pipeline.fan_out import in_order
 from lastknown_graph.prompts.premise import premise_messages
 from lastknown_graph.store import Store
 
@@ -49,9 +51,13 @@ def _notes(
         return []
     entries = history if history is not None else store.history(user_id)
     replaced_by = {entry.fact.id: entry.replaced_by for entry in entries}
+    # Each retired fact is checked whatever the others' answers: all may be asked at once.
+    probabilities = in_order([
+        functools.partial(llm.yes_probability, premise_messages(message, fact.text), purpose="premise", meter=meter)
+        for fact in nearby
+    ], concurrency_of(llm))
     notes = []
-    for fact in nearby:
-        probability = llm.yes_probability(premise_messages(message, fact.text), purpose="premise", meter=meter)
+    for fact, probability in zip(nearby, probabilities, strict=True):
         if probability < settings.assumes_at_least:
             continue
         links = replaced_by.get(fact.id, ())

@@ -7,6 +7,7 @@ returns is checked against what it was shown.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -42,7 +43,7 @@ from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.validation import MAX_FACT_CHARS, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors, evidence_needed
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.llm import ChatModel, UsageMeter
+from lastknown_graph.llm import ChatModel, UsageMeter, concurrency_of
 from lastknown_graph.pipeline.conflicts import (
     Candidate,
     ConflictSettings,
@@ -70,6 +71,7 @@ from lastknown_graph.pipeline.decisions import (
     report_entries,
     session_changes,
 )
+from lastknown_graph.pipeline.fan_out import in_order
 from lastknown_graph.pipeline.grounding import (
     from_impersonal_requests,
     invented_quote,
@@ -95,6 +97,10 @@ logger = logging.getLogger(__name__)
 
 
 _MESSAGE_NAMESPACE = uuid.UUID("5b0c1d8e-2f43-4b8e-9a57-9d5f3c1e7a21")
+
+# Everything the model is shown about a pair: earlier text, its day, its domain, later text, later day, the user's
+# words. Two pairs with the same key get the same question, so one answer serves both.
+PairKey = tuple[str, date, str | None, str, date, tuple[str, ...]]
 
 
 MAX_TOPIC_CHARS = 40  # topics name an attribute ("location"); a sentence in that field is a model slip
@@ -208,10 +214,11 @@ class PlanningMemo:
 
     extraction: Extraction | None = None
     embeddings: list[list[float]] | None = None
-    # everything the model was shown about a pair (earlier text, its day, its domain, later text,
-    # later day, the user's words) -> its decision
-    decisions: dict[tuple[str, date, str | None, str, date, tuple[str, ...]], PairDecision] = field(
-        default_factory=dict)
+    decisions: dict[PairKey, PairDecision] = field(default_factory=dict)
+
+
+def pair_key(earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairKey:
+    return (earlier.text, earlier.valid_from, earlier.domain, later_text, later_day, tuple(later_words))
 
 
 @dataclass
@@ -232,22 +239,70 @@ class _Planner:
     recorded_at: datetime
     decisions: list[Decision]
     retirement_allowance: int  # how many facts this session may retire (ConflictSettings: the blast radius)
+    concurrency: int = 1  # checks asked of the model at once (LLM(max_concurrent=...)); 1: one after the other
     checks: dict[str, list[int]] = field(default_factory=dict)  # checked fact's domain -> [checks, at stage 2]
     retired: int = 0
     touched: set[str] = field(default_factory=set)  # facts this write already confirmed, retired or expired
 
     def check_pair(self, earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
         """Is ``earlier`` still true once ``later_text`` holds? Asked of the model once per write, counted per plan."""
-        key = (earlier.text, earlier.valid_from, earlier.domain, later_text, later_day, tuple(later_words))
+        key = pair_key(earlier, later_text, later_day, later_words)
         decision = self.memo.decisions.get(key)
         if decision is None:
-            decision = judge_pair(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
-                                  earlier_volatility=self.priors.of(earlier.domain))
+            decision = self._judge(earlier, later_text, later_day, later_words)
             self.memo.decisions[key] = decision
         counts = self.checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
         counts[0] += 1
-        counts[1] += decision.stage is Stage.STAGE2
+        counts[1] += decision.stage in (Stage.STAGE2, Stage.STAGE1_CONFIDENT)
         return decision
+
+    def _judge(self, earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
+        return judge_pair(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
+                          earlier_volatility=self.priors.of(earlier.domain))
+
+    def _ask_ahead(self, earlier_facts: list[Fact], later_text: str, later_day: date, later_words: list[str]) -> None:
+        """Ask the model about pairs the plan is certain to check, up to ``concurrency`` at once (with concurrency 1
+        nothing is asked ahead: the loop asks each pair as it reaches it, as it always has).
+
+        Only the asking moves ahead: the answers wait in the memo, and the decisions are still made one pair at a
+        time in the sequential order, so they are the decisions a one-at-a-time plan makes. A failed call fails the
+        plan here, as it would have a moment later in the loop (nothing is stored either way).
+        """
+        keys: dict[PairKey, Fact] = {}
+        for earlier in earlier_facts:
+            key = pair_key(earlier, later_text, later_day, later_words)
+            if key not in self.memo.decisions:
+                keys.setdefault(key, earlier)
+        answers = in_order([
+            functools.partial(self._judge, earlier, later_text, later_day, later_words) for earlier in keys.values()
+        ], self.concurrency)
+        self.memo.decisions.update(zip(keys, answers, strict=True))
+
+    def _could_resist(self, new: NewFact, earlier: Fact) -> bool:
+        """Whether ``earlier`` would resist ``new`` if the check said it retires: an inferred blip against a fact
+        confirmed often enough in a stable domain is kept as evidence (a dispute) instead."""
+        needed = evidence_needed(len(earlier.confirmed_in), self.priors.of(earlier.domain))
+        return new.inferred and needed is not None and len(earlier.contradicted_in) + 1 < needed
+
+    def _checks_ahead(self, new: NewFact, candidates: list[Candidate], start: int) -> tuple[list[Fact], int]:
+        """The earlier facts from ``candidates[start:]`` that ``_check_earlier_facts`` checks whatever the answers,
+        and the index after the last of them.
+
+        The loop skips facts already touched and moments; it may stop early only at a fact that could resist (the
+        new fact then becomes evidence and checks nothing more), so the certain checks end with the first of those.
+        What the loop touches on the way is only the fact in hand, so the prediction is exact.
+        """
+        certain: list[Fact] = []
+        for index in range(start, len(candidates)):
+            earlier = candidates[index].fact
+            if earlier.id in self.touched or moment_expires(new.kind, new.topic, earlier):
+                continue
+            if new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
+                continue
+            certain.append(earlier)
+            if self._could_resist(new, earlier):
+                return certain, index + 1
+        return certain, len(candidates)
 
     def plan_fact(
         self, fact: ExtractedFact, evidence: list[int], embedding: list[float], found_for_fact: ProbeCandidates
@@ -301,7 +356,11 @@ class _Planner:
     ) -> bool:
         """Expire, retire or keep each earlier candidate; True when the new fact only disputes one."""
         retired_by_this = 0
-        for candidate in candidates:
+        asked_up_to = 0  # with concurrency, the candidates before this index have been asked about already
+        for index, candidate in enumerate(candidates):
+            if self.concurrency > 1 and index >= asked_up_to:
+                certain, asked_up_to = self._checks_ahead(new, candidates, index)
+                self._ask_ahead(certain, new.text, self.day, words)
             earlier = candidate.fact
             if earlier.id in self.touched:
                 continue
@@ -315,7 +374,7 @@ class _Planner:
             decision = decided.get(earlier.id) or self.check_pair(earlier, new.text, self.day, words)
             needed = evidence_needed(len(earlier.confirmed_in), self.priors.of(earlier.domain))
             contradictions = len(earlier.contradicted_in) + 1
-            resisted = decision.retire and new.inferred and needed is not None and contradictions < needed
+            resisted = decision.retire and self._could_resist(new, earlier)
             if resisted and retired_by_this > 0:
                 # The new fact already replaced another fact, so it cannot become evidence; the
                 # well-confirmed fact still does not yield to it.
@@ -358,7 +417,11 @@ class _Planner:
         return False
 
     def _check_later_facts(self, new: NewFact, later: list[Candidate]) -> None:
-        """The roles turn round: is this conversation's fact still true once a later-stated fact holds?"""
+        """The roles turn round: is this conversation's fact still true once a later-stated fact holds?
+
+        Asked one pair at a time whatever the concurrency: the first later fact that overtakes it ends the checks,
+        so no check after the first is certain (and conversations arrive out of date order rarely).
+        """
         as_stored = Fact(
             id=new.id, user_id=self.user_id, text=new.text, topic=new.topic, domain=new.domain, inferred=new.inferred,
             kind=new.kind, status=FactStatus.CURRENT, valid_from=self.day, valid_to=None,
@@ -439,6 +502,7 @@ def plan_write(
         llm=llm, store=store, settings=settings, priors=priors, meter=meter, memo=memo, user_id=user_id,
         session_id=session_id, day=day, user_messages=user_messages, messages=messages,
         recorded_at=datetime.now(UTC), decisions=decisions, retirement_allowance=allowance,
+        concurrency=concurrency_of(llm),
     )
     for (fact, evidence), embedding, found_for_fact in zip(usable, embeddings, found_per_fact, strict=True):
         planner.plan_fact(fact, evidence, embedding, found_for_fact)

@@ -5,6 +5,10 @@ fact is framed as true when it was written, the question as whether it is still 
 still true at the later date?", a 1.5B model kept a moved-away city because "it was true at the time". Worked
 examples of both verdicts come first as earlier exchanges; measured on Qwen2.5-Coder-1.5B over 20 hand-written
 pairs, this kept all 10 unchanged pairs and retired 5 of 10 changed ones (the previous prompt: 5 and 4).
+
+The newer fact and the person's words come before the older fact, so the stage-2 calls of one new fact share
+everything up to the older fact with a server's prefix cache; the question stays last, next to the answer. (The
+counts above were measured with the older fact first; this order has not been measured again.)
 """
 
 from __future__ import annotations
@@ -52,12 +56,19 @@ EXAMPLES: Final = (
 
 
 def _pair(earlier: str, earlier_day: date, later: str, later_day: date, later_evidence: list[str]) -> str:
-    content = (f"Older fact (written {earlier_day.isoformat()}): {earlier}\n"
-               f"Newer fact (written {later_day.isoformat()}, true today): {later}")
+    # What the checks of one new fact share first, the older fact (which differs) last but the question.
+    content = f"Newer fact (written {later_day.isoformat()}, true today): {later}"
     if later_evidence:
         quoted = "\n".join(f'- "{text}"' for text in later_evidence)
         content += f"\nWhat the person said on {later_day.isoformat()}:\n{quoted}"
-    return content + "\nIs the older fact still true today?"
+    return content + (f"\nOlder fact (written {earlier_day.isoformat()}): {earlier}"
+                      "\nIs the older fact still true today?")
+
+
+def own_words() -> list[str]:
+    """The prompt's words that are not the pair's: what a reasoning that only restates the prompt is made of."""
+    fields = ConflictVerdict.model_fields
+    return [SYSTEM, *(field.description or "" for field in fields.values()), *(example[2] for example in EXAMPLES)]
 
 
 def conflict_verdict_messages(

@@ -1,21 +1,18 @@
-"""EmbeddedStore: the store contract on a networkx graph persisted atomically to one JSON file.
+"""EmbeddedStore: the store contract on a networkx graph kept in memory and persisted beside it.
 
-For a first run and for one-user apps: no server. Each write is applied to a copy of
-the graph, the copy is written to a temporary file, fsynced and renamed over the old
-file, and only then becomes the live graph, so a crash at any point leaves either the
-old or the new file, never a torn one. An advisory file lock serialises writers across
-processes; a reader reloads when another process has replaced the file.
+For a first run and for one-user apps: no server. The files (store/embedded_files.py) are a snapshot of the
+whole graph and a journal of the writes since: a write edits the live graph in place and is done once its
+journal record is fsynced, so it costs what it changes, not what the memory holds; a crash at any point leaves
+the old or the new state. What removes data (forgetting, undo, deleting a user) edits a copy of the graph,
+writes the copy as the new snapshot and removes the journal, so no file keeps what was removed. An advisory
+file lock serialises writers across processes; a reader catches up when another process has written.
 """
 
 from __future__ import annotations
 
-import base64
 import errno
 import fcntl
-import glob
-import json
-import os
-import tempfile
+import logging
 import threading
 import uuid
 from collections.abc import Collection, Iterator, Sequence
@@ -55,13 +52,15 @@ from lastknown_graph.domain.models import (
 )
 from lastknown_graph.domain.validation import check_identifier
 from lastknown_graph.errors import (
-    CorruptStoreFileError,
     SchemaMismatchError,
     StaleStateError,
     StoreError,
     UnknownUserError,
     UserExistsError,
 )
+from lastknown_graph.store.embedded_files import StoreFiles
+from lastknown_graph.store.graph_changes import GraphChanges
+from lastknown_graph.store.graph_codec import RELATION_OF_EDGE
 from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
@@ -80,46 +79,16 @@ from lastknown_graph.store.records import (
 )
 from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.store.undo import UndoPlan, UserGraph, plan_undo, user_graph
-from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
+from lastknown_graph.store.vectors import Float32Array, nearest
 
-FILE_FORMAT = "lastknown_graph.embedded"
-FILE_VERSION = 1
+logger = logging.getLogger(__name__)
 
-
-_DAY_ATTRS = frozenset({"date", "valid_from", "valid_to", "at"})
-# Edges from a newer fact to an older one, and the API's name for each.
-_RELATION_OF_EDGE = {"SUPERSEDES": "supersedes", "EXPIRES": "expires", "CONTRADICTS": "contradicts"}
-_EDGE_OF_RELATION = {relation: edge for edge, relation in _RELATION_OF_EDGE.items()}
-# What every node of a label carries, and the edge types there are: a file that is valid JSON but lacks them is
-# corrupt, and is refused when read (a read would end in a KeyError, a write would save over it).
-_REQUIRED_ATTRS = {
-    "User": {"id"},
-    "Session": {"id", "user_id", "date"},
-    "Message": {"id", "user_id", "session_id", "index", "role", "text", "redacted"},
-    "Fact": {"id", "user_id", "text", "topic", "kind", "status", "valid_from", "valid_to", "recorded_at", "session_id",
-             "embedding"},
-}
-_EDGE_TYPES = frozenset({"HAD", "CONTAINS", "KNOWS", "FROM", "CONFIRMED_IN", *_RELATION_OF_EDGE})
-
-
-def _shape_problem(graph: nx.MultiDiGraph) -> str | None:
-    for key, attrs in graph.nodes(data=True):
-        required = _REQUIRED_ATTRS.get(attrs.get("label"))
-        if required is None:
-            return f"node {key!r} has no known label"
-        missing = required - attrs.keys()
-        if missing:
-            return f"{attrs['label']} node {key!r} lacks {', '.join(sorted(missing))}"
-    for source, target, edge_type in graph.edges(keys=True):
-        if edge_type not in _EDGE_TYPES:
-            return f"edge {source!r} -> {target!r} has the unknown type {edge_type!r}"
-    return None
+_EDGE_OF_RELATION = {relation: edge for edge, relation in RELATION_OF_EDGE.items()}
 _EVENT_OF_EDGE = {
     "SUPERSEDES": TimelineEventKind.RETIRED,
     "EXPIRES": TimelineEventKind.EXPIRED,
     "CONTRADICTS": TimelineEventKind.DISPUTED,
 }
-_MOMENT_ATTRS = frozenset({"recorded_at"})
 
 
 def _user_key(user_id: str) -> str:
@@ -154,62 +123,63 @@ def _memory_token(graph: nx.MultiDiGraph, user_id: str) -> str | None:
     return f"{node.get('epoch', '')}:{int(node.get('revision', 0))}"
 
 
-def _new_user_node(graph: nx.MultiDiGraph, user_id: str) -> None:
-    graph.add_node(_user_key(user_id), label="User", id=user_id, epoch=uuid.uuid4().hex)
+# Nodes and edges are made here only, so a written session and an imported user have the same shape; each
+# change goes through GraphChanges, which journals it and can undo it.
+def _new_user_node(changes: GraphChanges, user_id: str) -> None:
+    changes.add_node(_user_key(user_id), label="User", id=user_id, epoch=uuid.uuid4().hex)
 
-# Nodes and edges are made here only, so a written session and an imported user have the same shape.
+
 def _add_session(
-    graph: nx.MultiDiGraph, user_id: str, session: SessionRecord | ExportedSession, recorded_at: datetime | None,
+    changes: GraphChanges, user_id: str, session: SessionRecord | ExportedSession, recorded_at: datetime | None,
 ) -> str:
     key = _session_key(user_id, session.id)
     # ``recorded_at`` only where known: a session imported from an older export stays as it was written.
     moment = {"recorded_at": recorded_at} if recorded_at is not None else {}
-    graph.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date, digest=session.digest,
-                   **checks_to_props(session.checks), **moment)
-    graph.add_edge(_user_key(user_id), key, key="HAD")
+    changes.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date, digest=session.digest,
+                     **checks_to_props(session.checks), **moment)
+    changes.add_edge(_user_key(user_id), key, key="HAD")
     return key
 
 
 def _add_message(
-    graph: nx.MultiDiGraph, user_id: str, session_id: str, message: MessageRecord | ExportedMessage, *,
+    changes: GraphChanges, user_id: str, session_id: str, message: MessageRecord | ExportedMessage, *,
     redacted: bool = False,
 ) -> None:
     key = _message_key(message.id)
-    graph.add_node(
+    changes.add_node(
         key, label="Message", id=message.id, user_id=user_id, session_id=session_id,
         index=message.index, role=str(message.role), text=message.text, redacted=redacted,
     )
-    graph.add_edge(_session_key(user_id, session_id), key, key="CONTAINS")
+    changes.add_edge(_session_key(user_id, session_id), key, key="CONTAINS")
 
 
-def _add_fact(graph: nx.MultiDiGraph, user_id: str, fact: ExportedFact) -> None:
+def _add_fact(changes: GraphChanges, user_id: str, fact: ExportedFact) -> None:
     key = _fact_key(fact.id)
-    graph.add_node(
+    changes.add_node(
         key, label="Fact", id=fact.id, user_id=user_id, text=fact.text, topic=fact.topic, domain=fact.domain,
         inferred=fact.inferred, kind=str(fact.kind), status=str(fact.status), valid_from=fact.valid_from,
         valid_to=fact.valid_to, recorded_at=fact.recorded_at, session_id=fact.session_id,
         embedding=np.asarray(fact.embedding, dtype=np.float32),
     )
-    graph.add_edge(_user_key(user_id), key, key="KNOWS")
-    _add_sources(graph, fact.id, fact.source_message_ids)
+    changes.add_edge(_user_key(user_id), key, key="KNOWS")
+    _add_sources(changes, fact.id, fact.source_message_ids)
 
 
-def _add_sources(graph: nx.MultiDiGraph, fact_id: str, message_ids: Sequence[str]) -> None:
+def _add_sources(changes: GraphChanges, fact_id: str, message_ids: Sequence[str]) -> None:
     for message_id in message_ids:
-        graph.add_edge(_fact_key(fact_id), _message_key(message_id), key="FROM")
+        changes.add_edge(_fact_key(fact_id), _message_key(message_id), key="FROM")
 
 
 def _add_replacement(
-    graph: nx.MultiDiGraph, edge: str, new_fact_id: str, old_fact_id: str, *, session_id: str, at: date,
+    changes: GraphChanges, edge: str, new_fact_id: str, old_fact_id: str, *, session_id: str, at: date,
     stage: str | None, reason: str | None, recorded_at: datetime | None, overtaken: bool = False,
 ) -> None:
     # ``overtaken`` only where true, ``recorded_at`` only where known (imports of older exports): files stay as they
     # were for every other link.
     marker = {"overtaken": True} if overtaken else {}
     moment = {"recorded_at": recorded_at} if recorded_at is not None else {}
-    graph.add_edge(_fact_key(new_fact_id), _fact_key(old_fact_id), key=edge, session_id=session_id, at=at,
-                   stage=stage, reason=reason, **marker, **moment)
-
+    changes.add_edge(_fact_key(new_fact_id), _fact_key(old_fact_id), key=edge, session_id=session_id, at=at,
+                     stage=stage, reason=reason, **marker, **moment)
 
 
 def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: list[str]) -> None:
@@ -220,40 +190,6 @@ def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: l
     for message_id in message_ids:
         if _message_key(message_id) in graph:
             raise StoreError(f"message id {message_id!r} is already used")
-
-
-def _encode_vector(vector: Float32Array) -> str:
-    return base64.b64encode(to_float32_bytes(vector)).decode("ascii")
-
-
-def _decode_vector(text: str) -> Float32Array:
-    return from_float32_bytes(base64.b64decode(text))
-
-
-def _encode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
-    encoded: dict[str, Any] = {}
-    for name, value in attrs.items():
-        if name == "embedding":
-            encoded[name] = _encode_vector(value)
-        elif isinstance(value, (date, datetime)):
-            encoded[name] = value.isoformat()
-        else:
-            encoded[name] = value
-    return encoded
-
-
-def _decode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
-    decoded: dict[str, Any] = {}
-    for name, value in attrs.items():
-        if name == "embedding":
-            decoded[name] = _decode_vector(value)
-        elif name in _DAY_ATTRS and value is not None:
-            decoded[name] = date.fromisoformat(value)
-        elif name in _MOMENT_ATTRS and value is not None:
-            decoded[name] = datetime.fromisoformat(value)
-        else:
-            decoded[name] = value
-    return decoded
 
 
 def _undo_graph(graph: nx.MultiDiGraph, user_id: str) -> UserGraph:
@@ -272,10 +208,10 @@ def _undo_graph(graph: nx.MultiDiGraph, user_id: str) -> UserGraph:
             facts.append({
                 "id": node["id"], "text": node["text"], "session_id": node["session_id"],
                 "confirmed_in": [graph.nodes[target]["id"] for _, target, t, _ in out if t == "CONFIRMED_IN"],
-                "links": [{"relation": _RELATION_OF_EDGE[t], "old_fact_id": graph.nodes[target]["id"],
+                "links": [{"relation": RELATION_OF_EDGE[t], "old_fact_id": graph.nodes[target]["id"],
                            "session_id": attrs["session_id"], "stage": attrs.get("stage"),
                            "overtaken": attrs.get("overtaken", False)}
-                          for _, target, t, attrs in out if t in _RELATION_OF_EDGE],
+                          for _, target, t, attrs in out if t in RELATION_OF_EDGE],
             })
     return user_graph(sessions, facts)
 
@@ -286,7 +222,7 @@ def _apply_undo(graph: nx.MultiDiGraph, user_id: str, plan: UndoPlan) -> None:
     fact_keys = [k for _, k, t in graph.out_edges(_user_key(user_id), keys=True) if t == "KNOWS"]
     for key in fact_keys:
         for _, target, edge_type, attrs in list(graph.out_edges(key, keys=True, data=True)):
-            if edge_type not in _RELATION_OF_EDGE:
+            if edge_type not in RELATION_OF_EDGE:
                 continue
             writer = graph.nodes[target]["session_id"] if attrs.get("overtaken") else attrs["session_id"]
             if writer in undone:
@@ -314,15 +250,21 @@ _READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 class EmbeddedStore:
-    """The store contract without a server. ``path=None`` keeps everything in memory only."""
+    """The store contract without a server. ``path=None`` keeps everything in memory only.
 
-    def __init__(self, path: str | Path | None, *, cached_users: int = DEFAULT_CACHED_USERS) -> None:
+    ``journal=False`` writes the whole snapshot on every write instead of appending to the journal, so the one
+    file ``path`` always holds everything (as before the journal existed); ``compact()`` does that on demand.
+    """
+
+    def __init__(
+        self, path: str | Path | None, *, cached_users: int = DEFAULT_CACHED_USERS, journal: bool = True,
+    ) -> None:
         self._path = Path(path) if path is not None else None
         self._graph: nx.MultiDiGraph = nx.MultiDiGraph()
         self._dimension: int | None = None
         self._turns = UserTurns()
         self._histories = HistoryCache(cached_users)
-        self._loaded_signature: tuple[int, int, int] | None = None
+        self._files = StoreFiles(self._path, journal=journal) if self._path is not None else None
         self._thread_lock = threading.RLock()
         if self._path is not None:
             if self._path.is_dir():
@@ -339,7 +281,12 @@ class EmbeddedStore:
 
     @property
     def path(self) -> Path | None:
+        """The snapshot file; its journal is beside it (``journal_path``)."""
         return self._path
+
+    @property
+    def journal_path(self) -> Path | None:
+        return self._files.journal_path if self._files is not None else None
 
     @contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
@@ -367,106 +314,81 @@ class EmbeddedStore:
                 finally:
                     fcntl.flock(lock_file, fcntl.LOCK_UN)
 
-    def _file_signature(self) -> tuple[int, int, int] | None:
-        assert self._path is not None
-        try:
-            stat = self._path.stat()
-        except FileNotFoundError:
-            return None
-        return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-
     def _reload_if_changed(self) -> None:
-        signature = self._file_signature()
-        if signature == self._loaded_signature:
-            return
-        if signature is None:
-            self._graph, self._dimension = nx.MultiDiGraph(), None
-        else:
-            self._graph, self._dimension = self._read_file()
-        self._loaded_signature = signature
-        self._histories.clear()
+        assert self._files is not None
+        refreshed = self._files.refresh(self._graph)
+        if refreshed is not None:
+            self._graph, self._dimension = refreshed
+            self._histories.clear()
 
-    def _read_file(self) -> tuple[nx.MultiDiGraph, int | None]:
-        assert self._path is not None
-        try:
-            document = json.loads(self._path.read_bytes())
-            if document.get("format") != FILE_FORMAT:
-                raise ValueError(f"format is {document.get('format')!r}, expected {FILE_FORMAT!r}")
-            if document.get("version") != FILE_VERSION:
-                raise SchemaMismatchError(
-                    f"{self._path} has file version {document.get('version')!r}; this code reads {FILE_VERSION}"
-                )
-            graph = nx.MultiDiGraph()
-            for node in document["nodes"]:
-                graph.add_node(node["key"], **_decode_attrs(node["attrs"]))
-            for edge in document["edges"]:
-                graph.add_edge(edge["source"], edge["target"], key=edge["type"], **_decode_attrs(edge["attrs"]))
-            dimension = document.get("embedding_dimension")
-            problem = _shape_problem(graph)
-            if problem is not None:
-                raise ValueError(problem)
-        except SchemaMismatchError:
-            raise
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            raise CorruptStoreFileError(
-                f"{self._path} is not a readable lastknown_graph store ({exc}); it was left untouched. "
-                "Restore it from a backup or move it away to start an empty store."
-            ) from exc
-        return graph, dimension
-
-    def _persist(self, graph: nx.MultiDiGraph, dimension: int | None) -> None:
-        if self._path is None:
-            return
-        document = {
-            "format": FILE_FORMAT,
-            "version": FILE_VERSION,
-            "embedding_dimension": dimension,
-            "nodes": [{"key": key, "attrs": _encode_attrs(attrs)} for key, attrs in graph.nodes(data=True)],
-            "edges": [
-                {"source": s, "target": t, "type": k, "attrs": _encode_attrs(attrs)}
-                for s, t, k, attrs in graph.edges(keys=True, data=True)
-            ],
-        }
-        payload = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        directory = self._path.parent
-        # Only a save holding the exclusive lock writes a temp file, and we hold it: any other temp file
-        # is an orphan of a save that was killed, a full copy of the memory that forgetting must not miss.
-        for orphan in directory.glob(f"{glob.escape(self._path.name)}.*.tmp"):
-            orphan.unlink(missing_ok=True)
-        fd, temp_name = tempfile.mkstemp(prefix=self._path.name + ".", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as temp_file:
-                temp_file.write(payload)
-                temp_file.flush()
-                os.fsync(temp_file.fileno())
-            os.replace(temp_name, self._path)
-        except BaseException:
-            Path(temp_name).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        self._loaded_signature = self._file_signature()
+    def _unsaved(self, exc: OSError) -> StoreError:
+        return StoreError(f"could not save {self._path}: {exc}; the memory on disk is unchanged")
 
     @contextmanager
-    def _writing(self) -> Iterator[nx.MultiDiGraph]:
-        """Yield a copy of the graph; it becomes the live graph only once it is safely on disk."""
+    def _appending(self) -> Iterator[GraphChanges]:
+        """Changes to the live graph, kept only once their journal record is on disk (undone if not)."""
+        with self._locked(exclusive=True):
+            changes = GraphChanges(self._graph)
+            try:
+                yield changes
+                if changes.applied and self._files is not None:
+                    self._files.append(changes.applied, self._graph)
+            except OSError as exc:
+                changes.undo()
+                raise self._unsaved(exc) from exc
+            except BaseException:
+                changes.undo()
+                raise
+
+    @contextmanager
+    def _rewriting(self) -> Iterator[nx.MultiDiGraph]:
+        """A copy of the graph to remove from; it becomes the live graph once it is the snapshot on disk and the
+        journal, which may still hold what was removed, is gone."""
         with self._locked(exclusive=True):
             draft = self._graph.copy()
             yield draft
+            if self._files is None:
+                self._graph = draft
+                return
             # Every change this store makes adds or removes a node or an edge; equal counts mean
-            # nothing was written (an idempotent re-write, or nothing to forget): keep the file as is.
+            # nothing was removed (nothing to forget): keep the files, less what a killed save left.
             if (draft.number_of_nodes(), draft.number_of_edges()) == (
                 self._graph.number_of_nodes(), self._graph.number_of_edges()
             ):
+                try:
+                    self._files.remove_leftovers(self._graph)
+                except OSError as exc:
+                    raise StoreError(f"could not remove what an interrupted save left beside {self._path}: "
+                                     f"{exc}") from exc
                 return
             try:
-                self._persist(draft, self._dimension)
+                self._files.write_snapshot(draft, self._dimension)
             except OSError as exc:
-                raise StoreError(f"could not save {self._path}: {exc}; the file is unchanged") from exc
+                raise self._unsaved(exc) from exc
             self._graph = draft
+            try:
+                self._files.drop_journal()
+            except OSError as exc:
+                raise StoreError(f"saved {self._path}, but could not remove {self._files.journal_path}, which may "
+                                 f"still hold what was removed ({exc}); the next write removes it") from exc
+
+    def compact(self) -> None:
+        """Fold the journal into the snapshot: ``path`` alone then holds the whole memory (e.g. before copying it).
+
+        Writes happen meanwhile only in turn, as with any write; the store compacts by itself too, once the journal
+        has grown as large as the snapshot.
+        """
+        if self._files is None:
+            return
+        with self._locked(exclusive=True):
+            try:
+                self._files.write_snapshot(self._graph, self._dimension)
+            except OSError as exc:
+                raise self._unsaved(exc) from exc
+            try:
+                self._files.drop_journal()
+            except OSError as exc:
+                raise StoreError(f"saved {self._path}, but could not remove {self._files.journal_path}: {exc}") from exc
 
     # ------------------------------------------------------------------ schema
 
@@ -475,11 +397,17 @@ class EmbeddedStore:
             raise ValueError(f"embedding dimension must be positive, got {embedding_dimension}")
         with self._locked(exclusive=True):
             if self._dimension is None:
-                try:
-                    self._persist(self._graph, embedding_dimension)
-                except OSError as exc:
-                    raise StoreError(f"could not save {self._path}: {exc}; the file is unchanged") from exc
+                if self._files is not None:
+                    try:
+                        self._files.write_snapshot(self._graph, embedding_dimension)
+                    except OSError as exc:
+                        raise self._unsaved(exc) from exc
                 self._dimension = embedding_dimension
+                if self._files is not None:
+                    try:
+                        self._files.drop_journal()
+                    except OSError as exc:  # its records are in the snapshot: stale, skipped, removed later
+                        logger.warning("could not remove %s (%s)", self._files.journal_path, exc)
             elif self._dimension != embedding_dimension:
                 raise SchemaMismatchError(
                     f"the store holds {self._dimension}-dimensional embeddings but the embedder gives "
@@ -501,7 +429,8 @@ class EmbeddedStore:
     def apply(self, change: SessionWrite) -> WriteOutcome:
         self._require_dimension(change.embedding_dimension)
         user_id, session = change.user_id, change.session
-        with self._writing() as graph:
+        with self._appending() as changes:
+            graph = changes.graph
             session_key = _session_key(user_id, session.id)
             if session_key in graph:
                 return WriteOutcome(applied=False, already_written=True)
@@ -516,42 +445,43 @@ class EmbeddedStore:
 
             user_key = _user_key(user_id)
             if user_key not in graph:
-                _new_user_node(graph, user_id)
-            graph.nodes[user_key]["revision"] = revision + 1
-            _add_session(graph, user_id, session, change.recorded_at)
+                _new_user_node(changes, user_id)
+            changes.update_node(user_key, revision=revision + 1)
+            _add_session(changes, user_id, session, change.recorded_at)
             for message in change.messages:
-                _add_message(graph, user_id, session.id, message)
+                _add_message(changes, user_id, session.id, message)
             disputed = change.disputed_fact_ids
             for new_fact in change.new_facts:
                 status = FactStatus.DISPUTED if new_fact.id in disputed else FactStatus.CURRENT
                 # Built without validating again: every value comes from the validated SessionWrite.
-                _add_fact(graph, user_id, ExportedFact.model_construct(
+                _add_fact(changes, user_id, ExportedFact.model_construct(
                     id=new_fact.id, text=new_fact.text, topic=new_fact.topic, domain=new_fact.domain,
                     inferred=new_fact.inferred, kind=new_fact.kind, status=status, valid_from=session.date,
                     valid_to=None, recorded_at=change.recorded_at, session_id=session.id,
                     embedding=new_fact.embedding, source_message_ids=new_fact.source_message_ids,
                 ))
             for confirmation in change.confirmations:
-                graph.add_edge(_fact_key(confirmation.fact_id), session_key, key="CONFIRMED_IN", at=session.date)
-                _add_sources(graph, confirmation.fact_id, confirmation.source_message_ids)
+                changes.add_edge(_fact_key(confirmation.fact_id), session_key, key="CONFIRMED_IN", at=session.date)
+                _add_sources(changes, confirmation.fact_id, confirmation.source_message_ids)
             for retirement in change.retirements:
-                graph.nodes[_fact_key(retirement.old_fact_id)].update(status=str(FactStatus.RETIRED),
-                                                                      valid_to=session.date)
-                _add_replacement(graph, "SUPERSEDES", retirement.new_fact_id, retirement.old_fact_id,
+                changes.update_node(_fact_key(retirement.old_fact_id), status=str(FactStatus.RETIRED),
+                                    valid_to=session.date)
+                _add_replacement(changes, "SUPERSEDES", retirement.new_fact_id, retirement.old_fact_id,
                                  session_id=session.id, at=session.date, stage=retirement.stage,
                                  reason=retirement.reason, recorded_at=change.recorded_at)
             for expiry in change.expiries:
-                graph.nodes[_fact_key(expiry.old_fact_id)].update(status=str(FactStatus.EXPIRED), valid_to=session.date)
-                _add_replacement(graph, "EXPIRES", expiry.new_fact_id, expiry.old_fact_id, session_id=session.id,
+                changes.update_node(_fact_key(expiry.old_fact_id), status=str(FactStatus.EXPIRED),
+                                    valid_to=session.date)
+                _add_replacement(changes, "EXPIRES", expiry.new_fact_id, expiry.old_fact_id, session_id=session.id,
                                  at=session.date, stage=None, reason=None, recorded_at=change.recorded_at)
             for dispute in change.disputes:
-                _add_replacement(graph, "CONTRADICTS", dispute.new_fact_id, dispute.old_fact_id,
+                _add_replacement(changes, "CONTRADICTS", dispute.new_fact_id, dispute.old_fact_id,
                                  session_id=session.id, at=session.date, stage=None, reason=dispute.reason,
                                  recorded_at=change.recorded_at)
             for late in change.overtaken:
-                graph.nodes[_fact_key(late.new_fact_id)].update(status=str(FactStatus.RETIRED), valid_to=late.until)
+                changes.update_node(_fact_key(late.new_fact_id), status=str(FactStatus.RETIRED), valid_to=late.until)
                 # Like every replacement, the link belongs to the session of the replacing fact.
-                _add_replacement(graph, "SUPERSEDES", late.by_fact_id, late.new_fact_id,
+                _add_replacement(changes, "SUPERSEDES", late.by_fact_id, late.new_fact_id,
                                  session_id=graph.nodes[_fact_key(late.by_fact_id)]["session_id"], at=late.until,
                                  stage=late.stage, reason=late.reason, recorded_at=change.recorded_at,
                                  overtaken=True)
@@ -561,7 +491,7 @@ class EmbeddedStore:
         check_identifier(user_id)
         wanted = {check_identifier(f) for f in fact_ids}
         self._histories.drop(user_id)
-        with self._writing() as graph:
+        with self._rewriting() as graph:
             keys = [k for k in self._user_fact_keys(graph, user_id) if graph.nodes[k]["id"] in wanted]
             if keys:
                 graph.nodes[_user_key(user_id)]["revision"] = _revision(graph, user_id) + 1
@@ -593,7 +523,7 @@ class EmbeddedStore:
         check_identifier(user_id)
         check_identifier(session_id)
         self._histories.drop(user_id)
-        with self._writing() as graph:
+        with self._rewriting() as graph:
             plan = plan_undo(_undo_graph(graph, user_id), user_id, session_id, dry_run=False)
             plan.refuse_unless(cascade)
             _apply_undo(graph, user_id, plan)
@@ -602,7 +532,7 @@ class EmbeddedStore:
     def delete_user(self, user_id: str) -> bool:
         check_identifier(user_id)
         self._histories.drop(user_id)
-        with self._writing() as graph:
+        with self._rewriting() as graph:
             user_key = _user_key(user_id)
             if user_key not in graph:
                 return False
@@ -619,25 +549,26 @@ class EmbeddedStore:
         dimensions = {len(f.embedding) for f in export.facts}
         self._require_dimension(dimensions.pop() if dimensions else None)
         user_id = export.user_id
-        with self._writing() as graph:
+        with self._appending() as changes:
+            graph = changes.graph
             user_key = _user_key(user_id)
             if user_key in graph:
                 raise UserExistsError(f"user {user_id!r} already has memory in this store")
             _refuse_used_ids(graph, [f.id for f in export.facts], [m.id for m in export.messages])
-            _new_user_node(graph, user_id)
+            _new_user_node(changes, user_id)
             for session in export.sessions:
-                _add_session(graph, user_id, session, session.recorded_at)
+                _add_session(changes, user_id, session, session.recorded_at)
             for message in export.messages:
-                _add_message(graph, user_id, message.session_id, message, redacted=message.redacted)
+                _add_message(changes, user_id, message.session_id, message, redacted=message.redacted)
             for fact in export.facts:
-                _add_fact(graph, user_id, fact)
+                _add_fact(changes, user_id, fact)
             for confirmation in export.confirmations:
-                graph.add_edge(
+                changes.add_edge(
                     _fact_key(confirmation.fact_id), _session_key(user_id, confirmation.session_id),
                     key="CONFIRMED_IN", at=confirmation.at,
                 )
             for link in export.replacements:
-                _add_replacement(graph, _EDGE_OF_RELATION[link.relation], link.new_fact_id, link.old_fact_id,
+                _add_replacement(changes, _EDGE_OF_RELATION[link.relation], link.new_fact_id, link.old_fact_id,
                                  session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason,
                                  recorded_at=link.recorded_at, overtaken=link.overtaken)
 
@@ -796,7 +727,7 @@ class EmbeddedStore:
                 links = sorted(
                     (
                         ReplacementLink(
-                            relation=_RELATION_OF_EDGE[t],
+                            relation=RELATION_OF_EDGE[t],
                             fact_id=graph.nodes[newer]["id"],
                             fact_text=graph.nodes[newer]["text"],
                             session_id=attrs["session_id"],
@@ -805,7 +736,7 @@ class EmbeddedStore:
                             reason=attrs.get("reason"),
                         )
                         for newer, _, t, attrs in graph.in_edges(key, keys=True, data=True)
-                        if t in _RELATION_OF_EDGE
+                        if t in RELATION_OF_EDGE
                     ),
                     key=lambda link: (link.at, link.fact_id),
                 )
@@ -887,9 +818,9 @@ class EmbeddedStore:
                         confirmations.append(ExportedConfirmation(
                             fact_id=f["id"], session_id=graph.nodes[target]["id"], at=attrs["at"]
                         ))
-                    elif t in _RELATION_OF_EDGE:
+                    elif t in RELATION_OF_EDGE:
                         replacements.append(ExportedReplacement(
-                            relation=_RELATION_OF_EDGE[t],
+                            relation=RELATION_OF_EDGE[t],
                             new_fact_id=f["id"], old_fact_id=graph.nodes[target]["id"],
                             session_id=attrs["session_id"], at=attrs["at"], stage=attrs.get("stage"),
                             reason=attrs.get("reason"), overtaken=attrs.get("overtaken", False),
@@ -908,4 +839,4 @@ class EmbeddedStore:
             return sorted(a["id"] for _, a in self._graph.nodes(data=True) if a["label"] == "User")
 
     def close(self) -> None:
-        """Nothing to release: every write is already on disk."""
+        """Nothing to release: every write is already on disk (in the snapshot or its journal)."""

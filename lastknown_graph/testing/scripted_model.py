@@ -58,9 +58,16 @@ class ScriptedCapabilities:
 
 
 class ScriptedModel:
-    """Answers each call with ``respond(call)``; records every call in ``calls``. Thread-safe."""
+    """Answers each call with ``respond(call)``; records every call in ``calls``. Thread-safe.
 
-    def __init__(self, respond: Responder, *, logprobs: bool = True) -> None:
+    ``max_concurrent`` is what ``LLM(max_concurrent=...)`` is: how many independent calls of one write or answer
+    the memory sends at once (``respond`` is then called from several threads).
+    """
+
+    def __init__(self, respond: Responder, *, logprobs: bool = True, max_concurrent: int = 1) -> None:
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be a positive integer, got {max_concurrent!r}")
+        self.max_concurrent = max_concurrent
         self._respond = respond
         self._capabilities = ScriptedCapabilities(logprobs=logprobs)
         self._lock = threading.Lock()

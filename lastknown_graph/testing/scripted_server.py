@@ -17,8 +17,9 @@ first that matches answers. A rule matches when every condition it sets holds:
 - ``when``: any predicate on the :class:`RecordedRequest`;
 - ``times``: the rule answers at most that many requests, then stops matching.
 
-``reply`` is a :class:`Reply`, a plain string (the content), or a list of them played in order,
-the last one repeating. Replies:
+``reply`` is a :class:`Reply`, a plain string (the content), a list of them played in order,
+the last one repeating, or a function of the :class:`RecordedRequest` that returns one (for replies that
+must be built from the request, such as a minimal instance of the JSON schema it sends). Replies:
 
 - ``"text"`` or ``Reply("text")``: that content;
 - ``Reply.json({...})``: the object as JSON content;
@@ -41,7 +42,13 @@ error message (``json_schema_refusal_status=422`` gives FastAPI's usual 422 body
 ``drops_system_messages=True`` leaves system messages out of the prompt token count, as
 llama-cpp-python's "gemma" chat format does (it drops them without a word);
 ``supports_logprobs=False`` answers with ``"logprobs": null`` (or refuses with 400 when
-``reject_logprobs=True``); ``strict_fields=True`` refuses top-level fields OpenAI does not know
+``reject_logprobs=True``);
+``latency_s=0.2`` makes every answered chat completion take that long, as a model's work would (refusals stay
+instant, as a server's request validation is); ``parallel_slots`` says how many are served at once: ``None`` (the
+default) serves all at once, each in its own ``latency_s``, as a batching server does (vLLM, SGLang; an ideal one,
+whose latency does not grow with the batch), and ``1`` one at a time as llama-cpp-python does, so concurrent
+requests queue and each waits for those before it (``server.peak_in_flight``: the most it served at once);
+``strict_fields=True`` refuses top-level fields OpenAI does not know
 (such as ``enable_thinking``) like OpenAI does; ``requires_max_completion_tokens=True`` refuses
 ``max_tokens`` like OpenAI's reasoning models; ``usage=False`` leaves ``usage`` out. The client's
 capability probes (purpose "capabilities") are answered by the server itself unless a rule names
@@ -126,7 +133,8 @@ class Reply:
         return cls(drop=True)
 
 
-ReplyScript = Reply | str | Sequence[Reply | str]
+Responder = Callable[["RecordedRequest"], Reply | str]
+ReplyScript = Reply | str | Sequence[Reply | str] | Responder
 
 
 @dataclass(frozen=True)
@@ -207,11 +215,13 @@ class Rule:
             return False
         return self.when is None or self.when(request)
 
-    def reply_for(self, use: int) -> Reply:
+    def reply_for(self, use: int, request: RecordedRequest) -> Reply:
         """The reply to this rule's ``use``-th request (0-based); a list's last reply repeats."""
         script = self.reply
         if isinstance(script, (Reply, str)):
             chosen: Reply | str = script
+        elif callable(script):
+            chosen = script(request)
         else:
             if not script:
                 raise ValueError("a rule's reply list is empty")
@@ -329,6 +339,8 @@ class ScriptedLLMServer:
     default: Reply | str | None = None
     model: str = "scripted-model"
     embedding_dimension: int = 32
+    latency_s: float = 0.0
+    parallel_slots: int | None = None
     _rules: list[Rule] = field(init=False, default_factory=list)
     _uses: list[int] = field(init=False, default_factory=list)
     _requests: list[RecordedRequest] = field(init=False, default_factory=list)
@@ -336,8 +348,17 @@ class ScriptedLLMServer:
     _stopping: threading.Event = field(init=False, default_factory=threading.Event)
     _httpd: _HTTPServer | None = field(init=False, default=None)
     _thread: threading.Thread | None = field(init=False, default=None)
+    _slots: threading.Semaphore | None = field(init=False, default=None)
+    _in_flight: int = field(init=False, default=0)
+    _peak_in_flight: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
+        if self.latency_s < 0:
+            raise ValueError("latency_s must be 0 or more")
+        if self.parallel_slots is not None:
+            if self.parallel_slots < 1:
+                raise ValueError("parallel_slots must be at least 1 (None: no limit)")
+            self._slots = threading.Semaphore(self.parallel_slots)
         for rule in self.rules:
             self.add(rule)
 
@@ -401,6 +422,18 @@ class ScriptedLLMServer:
             if request.path.endswith("/chat/completions") and (purpose is None or request.purpose == purpose)
         ]
 
+    @property
+    def in_flight(self) -> int:
+        """Chat completions being served right now (counted while ``latency_s`` runs, so only with one)."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most chat completions served at once so far (counted while ``latency_s`` runs, so only with one)."""
+        with self._lock:
+            return self._peak_in_flight
+
     def clear_requests(self) -> None:
         with self._lock:
             self._requests.clear()
@@ -422,6 +455,9 @@ class ScriptedLLMServer:
         with self._lock:
             answer = self._answer(method, path, probe)
             self._requests.append(RecordedRequest(method, path, headers, body, answer.status))
+        if path.endswith("/chat/completions") and answer.status == 200 and self.latency_s > 0 and self._model_time():
+            handler.drop()
+            return
         reply = answer.reply
         if reply is not None and reply.delay_s > 0 and self._stopping.wait(reply.delay_s):
             handler.drop()
@@ -432,6 +468,18 @@ class ScriptedLLMServer:
         # The client may have given up already (a timeout test); then nobody is listening.
         with contextlib.suppress(OSError):
             handler.send_json(answer.status, answer.payload)
+
+    def _model_time(self) -> bool:
+        """Wait ``latency_s`` in a free slot, as the model's work would take; True when the server stops meanwhile."""
+        with self._slots if self._slots is not None else contextlib.nullcontext():
+            with self._lock:
+                self._in_flight += 1
+                self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
+            try:
+                return self._stopping.wait(self.latency_s)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
 
     def _answer(self, method: str, path: str, request: RecordedRequest) -> _Answer:
         """The answer to a request; the caller holds the lock."""
@@ -495,7 +543,7 @@ class ScriptedLLMServer:
             if rule.matches(request):
                 use = self._uses[index]
                 self._uses[index] += 1
-                return rule.reply_for(use)
+                return rule.reply_for(use, request)
         if self.default is not None:
             return Reply(content=self.default) if isinstance(self.default, str) else self.default
         message = (

@@ -1,4 +1,4 @@
-"""What only the embedded store has: its file, atomic saves, and sharing the file between processes."""
+"""What only the embedded store has: its files, atomic saves, and sharing the files between processes."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from lastknown_graph.errors import CorruptStoreFileError, SchemaMismatchError, StoreError
 from lastknown_graph.store import EmbeddedStore
 from tests.builders import SessionBuilder, new_user, vec
+from tests.store_files import store_files
 
 
 def test_memory_survives_reopening_the_file(tmp_path: Path) -> None:
@@ -49,27 +50,37 @@ def test_a_different_embedding_dimension_is_refused(tmp_path: Path) -> None:
         EmbeddedStore(path).ensure_schema(768)
 
 
-def test_a_failed_save_leaves_file_and_memory_as_they_were(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("journal", "call"), [
+    (True, "os.write"), (True, "os.fsync"), (False, "os.replace"), (False, "os.fsync"),
+])
+def test_a_failed_save_leaves_files_and_memory_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, journal: bool, call: str,
+) -> None:
     path = tmp_path / "memory.json"
-    store = EmbeddedStore(path)
+    store = EmbeddedStore(path, journal=journal)
     store.ensure_schema(384)
     first = SessionBuilder("alice", "s-1", date(2024, 1, 1))
     first.fact("Lives in Portland", "location", vec(1))
     store.apply(first.build())
-    before = path.read_bytes()
+    before = store_files(path)
+    assert (f"{path.name}.journal" in before) is journal
 
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("lastknown_graph.store.embedded.os.replace", disk_full)
     second = SessionBuilder("alice", "s-2", date(2024, 2, 1))
     second.fact("Has a dog", "pets", vec(2))
-    with pytest.raises(StoreError, match="unchanged"):
-        store.apply(second.build())
-    assert path.read_bytes() == before
+    with monkeypatch.context() as patch:
+        patch.setattr(call, disk_full)
+        with pytest.raises(StoreError, match="unchanged"):
+            store.apply(second.build())
+    assert store_files(path) == before
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".tmp"] == []
     assert len(store.current_facts("alice")) == 1
     assert not store.session_exists("alice", "s-2")
+    assert not EmbeddedStore(path).session_exists("alice", "s-2")
+    store.apply(second.build())
+    assert len(EmbeddedStore(path).current_facts("alice")) == 2
 
 
 def _write_sessions(path: str, user: str, count: int) -> None:

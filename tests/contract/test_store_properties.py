@@ -638,13 +638,17 @@ def test_embedded_store_behaves_like_the_reference_model(tmp_path: Path) -> None
 
 def run_embedded_machine(directory: Path) -> None:
     class EmbeddedAgainstReference(StoreAgainstReference):
-        """A fresh store file per example (the whole file is rewritten on every write); reopened at random."""
+        """A fresh store file per example, compacted and reopened at random. A second store on the same file,
+        opened with the first and left idle, is switched to now and then: it must catch up with the journal
+        the other wrote (or read everything, after a compaction or a forget), as another process would."""
 
         can_reopen = True
 
         def open_store(self) -> Store:
             store = EmbeddedStore(directory / f"{uuid.uuid4().hex}.json")
             store.ensure_schema(DIMENSION)
+            assert store.path is not None
+            self.idle: EmbeddedStore = EmbeddedStore(store.path)
             return store
 
         def reopen_store(self, store: Store) -> Store:
@@ -654,6 +658,16 @@ def run_embedded_machine(directory: Path) -> None:
 
         def close_store(self, store: Store) -> None:
             store.close()
+
+        @rule()
+        def compact_the_files(self) -> None:
+            assert isinstance(self.store, EmbeddedStore)
+            self.store.compact()
+
+        @rule()
+        def switch_to_the_idle_store(self) -> None:
+            assert isinstance(self.store, EmbeddedStore)
+            self.store, self.idle = self.idle, self.store
 
     run_state_machine_as_test(EmbeddedAgainstReference, settings=_settings(max_examples=70))
 

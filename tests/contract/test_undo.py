@@ -18,6 +18,7 @@ from lastknown_graph.domain.models import DependencyKind, FactStatus, SessionWri
 from lastknown_graph.errors import StoreError, UndoConflictError, UnknownSessionError, UnknownUserError
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from tests.builders import DIMENSION, SessionBuilder, near, new_user, vec
+from tests.store_files import store_files
 
 
 def export(store: Store, user: str) -> UserExport:
@@ -290,14 +291,14 @@ def test_a_failed_save_leaves_the_embedded_file_and_memory_as_they_were(
     store.ensure_schema(DIMENSION)
     user = new_user()
     portland_then_phoenix(store, user)
-    before, saved = export(store, user), path.read_bytes()
+    before, saved = export(store, user), store_files(path)
 
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("lastknown_graph.store.embedded.os.replace", disk_full)
+    monkeypatch.setattr("os.replace", disk_full)
     with pytest.raises(StoreError, match="unchanged"):
         store.undo_session(user, "s-sep")
-    assert path.read_bytes() == saved
+    assert store_files(path) == saved
     assert export(store, user) == before
     assert export(EmbeddedStore(path), user) == before

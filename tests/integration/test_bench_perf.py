@@ -18,6 +18,7 @@ import pytest
 
 from bench.perf.loading import Population, embedded_shape_check
 from bench.perf.operations import recall_at_k
+from bench.perf.runner import QUICK
 from bench.perf.synthetic import TOPIC_INDEX, SyntheticSpace, session_writes, user_script
 from lastknown_graph.domain.models import FactStatus
 from lastknown_graph.store import EmbeddedStore
@@ -106,6 +107,10 @@ def test_quick_run_end_to_end_on_neo4j_and_embedded(neo4j_uri: str, tmp_path: Pa
         assert operation in latency
     assert re.search(r"Neo4j: 60 facts in 6 sessions: identical export and identical subgraph shape", markdown)
     assert "embedded: 60 facts in 6 sessions: identical export" in markdown
+    _, embedder_rows = _table(markdown, "### What the real embedder adds")
+    # the library's thread count and torch's own, on the same texts, for a query and for a write
+    assert len(embedder_rows) == 4 and all(int(row[1]) == QUICK.embedder_samples for row in embedder_rows)
+    assert sum("LocalEmbedder default" in row[0] for row in embedder_rows) == 2
     names, counters = _table(markdown, "### Sanity counters")
     for row in counters:
         values = dict(zip(names, row, strict=True))

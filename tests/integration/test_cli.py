@@ -24,6 +24,7 @@ import pytest
 
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 from tests.cli_env import scripted_model_env
+from tests.store_files import store_files
 
 LASTKNOWN = shutil.which("lastknown") or str(Path(sys.executable).with_name("lastknown"))
 DIMENSION = 384
@@ -142,10 +143,11 @@ def alice(model_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -
 
 
 def copy_of(store: tuple[Path, str], tmp_path: Path) -> tuple[str, str]:
-    """A private copy of a store file, for tests that delete."""
+    """A private copy of a store's files (the snapshot and its journal), for tests that delete."""
     path, user = store
     target = tmp_path / "copy.json"
-    shutil.copy(path, target)
+    for name, data in store_files(path).items():
+        (tmp_path / (target.name + name.removeprefix(path.name))).write_bytes(data)
     return embedded(target), user
 
 

@@ -1,13 +1,15 @@
 """Isolation and erasure: user B never sees user A; forgotten text and embeddings leave no trace anywhere.
 
 The Neo4j scan (cypher/scan_for_trace.cypher) reads every property of every node and relationship
-in the whole database, all users included; the embedded scan reads the raw file. Each scan is first
-shown to find the secret while it is still remembered, so an empty result afterwards means erasure,
-not a blind scan. The LLM is the scripted test double over real HTTP; embeddings are real MiniLM.
+in the whole database, all users included; the embedded scan reads the raw bytes of every file of the
+store (snapshot, journal, temp files). Each scan is first shown to find the secret while it is still
+remembered, so an empty result afterwards means erasure, not a blind scan. The LLM is the scripted test
+double over real HTTP; embeddings are real MiniLM.
 """
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +26,7 @@ from lastknown_graph.store.vectors import to_float32_bytes
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 from tests.builders import new_user
 from tests.integration.test_memory_pipeline import FEB, SERVERS, fact, scenario_rules
+from tests.store_files import files_holding
 
 
 def secret_rules(secret: str) -> list[Rule]:
@@ -64,10 +67,10 @@ def traces(store: Store, needle: str, embedding: list[float]) -> list[dict[str, 
     """Every place in the whole store holding ``needle`` (any case) or exactly ``embedding``."""
     if isinstance(store, EmbeddedStore):
         assert store.path is not None
-        raw = store.path.read_text(encoding="utf-8")
-        found = []
-        if needle.lower() in raw.lower():
-            found.append({"holder": "file", "key": "text"})
+        found = [{"holder": name, "key": "text"} for name in files_holding(store.path, needle.encode("utf-8"))]
+        if embedding:  # as the files hold it: base64 of the float32 bytes
+            stored = base64.b64encode(to_float32_bytes(embedding))
+            found += [{"holder": name, "key": "embedding_f32"} for name in files_holding(store.path, stored)]
         fresh = EmbeddedStore(store.path)
         for user in fresh.list_users():
             if any(f.embedding and list(f.embedding) == embedding for f in fresh.export_user(user).facts):
@@ -93,7 +96,7 @@ def test_forget_about_leaves_no_trace_of_the_text_or_its_embedding(embedder: Loc
     secret_fact = next(f for f in memory.export().facts if secret in f.text)
     embedding = list(secret_fact.embedding)
     other_secret = next(f.text.split()[-1] for f in bystander.export().facts if "zorblax" in f.text)
-    copies = {"embedding_f32"} if isinstance(store, Neo4jStore) else set()
+    copies = {"embedding_f32"}  # Neo4j's second copy; the embedded files' encoding of it
     assert {t["key"] for t in traces(store, secret, embedding)} >= {"text", "embedding", *copies}, "scan blind"
 
     report = memory.forget_about(f"safe word {secret}", threshold=0.5)

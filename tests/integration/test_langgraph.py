@@ -6,6 +6,7 @@ for one. The memory's model is ScriptedModel and the agent's GenericFakeChatMode
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import subprocess
 import sys
@@ -22,8 +23,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 
 from examples import langgraph_agent as example
-from lastknown_graph import InvalidInputError, LLMUnavailableError, Memory
-from lastknown_graph.integrations.background import BackgroundWriter, WriteFailure
+from lastknown_graph import (
+    BackgroundWriter,
+    InvalidInputError,
+    LLMUnavailableError,
+    Memory,
+    TooManyWritesError,
+    WriteFailure,
+)
 from lastknown_graph.integrations.langgraph import (
     MemoryNodes,
     latest_user_turn,
@@ -37,7 +44,7 @@ from lastknown_graph.testing.scripted_model import Responder
 from tests.builders import DIMENSION, new_user
 
 LISBON, BERLIN, WEEKEND = (text for _, text, _ in example.CONVERSATIONS)
-LOGGER = "lastknown_graph.integrations.background"
+LOGGER = "lastknown_graph.background"
 
 
 class ModelInputs(BaseCallbackHandler):
@@ -55,16 +62,21 @@ class ModelInputs(BaseCallbackHandler):
 class Agent:
     """The example's graph over one store and one fresh user, with the memory's model scripted by ``respond``."""
 
-    def __init__(self, store: Store, respond: Responder = example.scripted_memory_model) -> None:
+    def __init__(self, store: Store, respond: Responder = example.scripted_memory_model, *,
+                 spool_dir: Path | None = None, max_pending: int = 100) -> None:
         self.user = new_user("langgraph")
         self.model_inputs = ModelInputs()
         self.failures: list[WriteFailure] = []
-        self.writer = BackgroundWriter(on_failure=self.failures.append)
         self.memory_model = memory_model = ScriptedModel(respond)
         embedder = HashedEmbedder(DIMENSION)
         self.memory = Memory(memory_model, embedder, self.user, store)
-        self.nodes = MemoryNodes(lambda user: Memory(memory_model, embedder, user, store), writer=self.writer,
-                                 today=example.calendar())
+
+        def memory_for(user: str) -> Memory:
+            return Memory(memory_model, embedder, user, store)
+
+        self.writer = BackgroundWriter(memory_for, on_failure=self.failures.append, spool_dir=spool_dir,
+                                       max_pending=max_pending)
+        self.nodes = MemoryNodes(memory_for, writer=self.writer, today=example.calendar())
         self.graph = example.build_agent(self.nodes, example.scripted_chat_model())
 
     def config(self, thread: str) -> RunnableConfig:
@@ -96,14 +108,14 @@ def test_the_third_conversation_is_told_the_old_home_is_no_longer_true_and_why(a
     assert agent.say(LISBON, "lisbon-chat") == example.SCRIPTED_REPLIES[0]
     first = agent.last_system_text()
     assert "(nothing known yet)" in first and "Premise notes" not in first
-    agent.writer.flush(timeout=60)
+    agent.writer.wait(timeout=60)
     assert agent.current() == ["Lives in Lisbon"]
 
     agent.say(BERLIN, "berlin-chat")
     second = agent.last_system_text()
     assert "Lives in Lisbon" in second.split(NOW_HEADING)[1] and PAST_HEADING not in second
     assert "Premise notes" not in second
-    agent.writer.flush(timeout=60)
+    agent.writer.wait(timeout=60)
     assert agent.current() == ["Lives in Berlin"]
 
     agent.say(WEEKEND, "weekend-chat")  # a new thread: what it knows of Berlin comes from the memory alone
@@ -118,7 +130,7 @@ def test_the_third_conversation_is_told_the_old_home_is_no_longer_true_and_why(a
 
 def test_the_memory_is_sent_to_the_model_but_not_kept_in_the_thread(agent: Agent) -> None:
     agent.say(LISBON, "one-thread")
-    agent.writer.flush(timeout=60)
+    agent.writer.wait(timeout=60)
     agent.say(BERLIN, "one-thread")
     kept = agent.graph.get_state(agent.config("one-thread")).values["messages"]
     assert [type(m) for m in kept] == [HumanMessage, AIMessage, HumanMessage, AIMessage]
@@ -129,7 +141,7 @@ def test_the_nodes_serve_an_async_graph_too(agent: Agent) -> None:
     async def three_conversations() -> None:
         for thread, text, _ in example.CONVERSATIONS:
             await agent.graph.ainvoke({"messages": [HumanMessage(text)]}, agent.config(thread))
-            await asyncio.to_thread(agent.writer.flush, 60)  # flush() blocks: off the loop
+            await asyncio.to_thread(agent.writer.wait, 60)  # wait() blocks: off the loop
 
     conversations = three_conversations()
     asyncio.run(conversations)
@@ -154,11 +166,59 @@ def test_the_answer_does_not_wait_for_the_write(store: Store) -> None:
         assert answer == example.SCRIPTED_REPLIES[0]
         assert agent.writer.waiting() == 1 and agent.current() == []  # answered; the write is still in the model
         release.set()
-        agent.writer.flush(timeout=60)
+        agent.writer.wait(timeout=60)
     finally:
         release.set()
         agent.writer.close()
     assert released_in_time == [True]
+    assert agent.current() == ["Lives in Lisbon"]
+
+
+def held_extraction(release: threading.Event) -> Responder:
+    """The example's scripted memory model, whose extractions wait for ``release``."""
+
+    def respond(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            assert release.wait(timeout=30), "the test never released the extraction"
+        return example.scripted_memory_model(call)
+
+    return respond
+
+
+def test_with_a_spool_the_turn_is_on_disk_when_the_answer_is_given(store: Store, tmp_path: Path) -> None:
+    release, spool = threading.Event(), tmp_path / "spool"
+    agent = Agent(store, held_extraction(release), spool_dir=spool)
+    try:
+        assert agent.say(LISBON, "lisbon-chat") == example.SCRIPTED_REPLIES[0]
+        [path] = spool.glob("*.write.json")  # the turn is durable before the graph returned
+        assert json.loads(path.read_text(encoding="utf-8"))["messages"] == [LISBON]
+        release.set()
+        agent.writer.wait(timeout=60)
+    finally:
+        release.set()
+        agent.writer.close()
+    assert agent.current() == ["Lives in Lisbon"] and list(spool.glob("*.write.json")) == []
+
+
+def test_a_turn_the_writer_refuses_is_reported_and_the_answer_is_still_given(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    release = threading.Event()
+    agent = Agent(store, held_extraction(release), max_pending=1)
+    try:
+        agent.say(LISBON, "lisbon-chat")  # its write holds the only place in the queue
+        with caplog.at_level(logging.ERROR, logger=LOGGER):
+            assert agent.say(BERLIN, "berlin-chat") == example.SCRIPTED_REPLIES[1]
+        release.set()
+        agent.writer.wait(timeout=60)
+    finally:
+        release.set()
+        agent.writer.close()
+    [failure] = agent.failures
+    assert isinstance(failure.error, TooManyWritesError) and failure.messages == (BERLIN,)
+    assert failure.session.startswith("berlin-chat/") and failure.date == date(2024, 9, 14)
+    [logged] = [r for r in caplog.records if r.name == LOGGER]
+    assert logged.levelno == logging.ERROR and "TooManyWritesError" in logged.getMessage()
     assert agent.current() == ["Lives in Lisbon"]
 
 
@@ -173,11 +233,11 @@ def test_a_failed_background_write_is_reported_and_leaves_the_memory_as_it_was(
     agent = Agent(store, down_for_the_second_conversation)
     try:
         agent.say(LISBON, "lisbon-chat")
-        agent.writer.flush(timeout=60)
+        agent.writer.wait(timeout=60)
         before = agent.memory.export().model_dump(exclude={"exported_at"})
         with caplog.at_level(logging.ERROR, logger=LOGGER):
             assert agent.say(BERLIN, "berlin-chat") == example.SCRIPTED_REPLIES[1]  # the answer is not affected
-            agent.writer.flush(timeout=60)
+            agent.writer.wait(timeout=60)
     finally:
         agent.writer.close()
     [failure] = agent.failures
@@ -196,10 +256,10 @@ def test_a_failed_background_write_is_reported_and_leaves_the_memory_as_it_was(
 
 def test_a_turn_written_again_is_stored_once(agent: Agent) -> None:
     agent.say(LISBON, "lisbon-chat")
-    agent.writer.flush(timeout=60)
+    agent.writer.wait(timeout=60)
     state = agent.graph.get_state(agent.config("lisbon-chat")).values
     agent.nodes.remember(state, agent.config("lisbon-chat"))  # as a replay of the turn from its checkpoint would
-    agent.writer.flush(timeout=60)
+    agent.writer.wait(timeout=60)
     [session] = agent.memory.export().sessions
     assert session.id.startswith("lisbon-chat/") and agent.current() == ["Lives in Lisbon"]
     assert len(agent.memory_model.calls_for("extraction")) == 1 and agent.failures == []  # the same session: a no-op

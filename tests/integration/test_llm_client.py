@@ -57,6 +57,7 @@ MESSAGES = [
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (
         "LASTKNOWN_BASE_URL", "LASTKNOWN_MODEL", "LASTKNOWN_API_KEY", "OPENAI_API_KEY", "LASTKNOWN_THINKING_SWITCH",
+        "LASTKNOWN_MAX_CONCURRENT",
         "OPENAI_BASE_URL",
     ):
         monkeypatch.delenv(name, raising=False)
@@ -651,3 +652,41 @@ def test_json_with_a_raw_newline_inside_a_string_is_read() -> None:
     assert read_json_object('{ "facts": [{"text": "On the train.\n" ,"topic": "x"}]}') == {
         "facts": [{"text": "On the train.\n", "topic": "x"}]
     }
+
+
+@pytest.mark.parametrize("slots", [1, None], ids=["one-slot", "batching"])
+def test_the_double_serves_completions_after_its_latency_one_at_a_time_or_all_at_once(slots: int | None) -> None:
+    with ScriptedLLMServer([Rule(reply="ok")], latency_s=0.1, parallel_slots=slots) as server:
+        llm = make_llm(server)
+        llm.capabilities()  # the probes: answered one after the other, before the calls below
+        started = time.perf_counter()
+        threads = [threading.Thread(target=llm.text, args=(MESSAGES,), kwargs={"purpose": "answer"})
+                   for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        assert len(server.chat_requests("answer")) == 4 and server.in_flight == 0
+        if slots == 1:
+            assert server.peak_in_flight == 1
+            assert elapsed >= 4 * 0.1  # each waited for the ones before it (a lower bound: not a timing race)
+        else:
+            assert server.peak_in_flight == 4
+    with pytest.raises(ValueError):
+        ScriptedLLMServer(parallel_slots=0)
+    with pytest.raises(ValueError):
+        ScriptedLLMServer(latency_s=-1)
+
+
+def test_max_concurrent_comes_from_the_argument_or_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert LLM(base_url="http://127.0.0.1:9/v1", model="m").max_concurrent == 1
+    monkeypatch.setenv("LASTKNOWN_MAX_CONCURRENT", "6")
+    assert LLM(base_url="http://127.0.0.1:9/v1", model="m").max_concurrent == 6
+    assert LLM(base_url="http://127.0.0.1:9/v1", model="m", max_concurrent=2).max_concurrent == 2
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError):
+            LLM(base_url="http://127.0.0.1:9/v1", model="m", max_concurrent=bad)  # type: ignore[arg-type]
+    monkeypatch.setenv("LASTKNOWN_MAX_CONCURRENT", "0")
+    with pytest.raises(LastknownError, match="LASTKNOWN_MAX_CONCURRENT"):
+        LLM(base_url="http://127.0.0.1:9/v1", model="m")

@@ -79,5 +79,8 @@ def test_the_recorded_qwen_file_and_the_server_options() -> None:
     flags = dict(zip(command[3::2], command[4::2], strict=False))
     assert flags["--model"] == "/m.gguf" and flags["--n_threads"] == "2" and flags["--interrupt_requests"] == "false"
     assert flags["--cache"] == "true" and "--chat_format" not in flags  # Qwen's chat template comes from the GGUF
+    assert flags["--n_ctx"] == "4096"  # the model's window unless asked for another (mem0's prompts need ~12k)
+    wider = server_command(MODELS["qwen2.5-coder-1.5b"], Path("/m.gguf"), 8080, ServerOptions(n_ctx=12288))
+    assert wider[wider.index("--n_ctx") + 1] == "12288"
     gemma = server_command(MODELS["gemma3-270m"], Path("/g.gguf"), 8081, ServerOptions(prompt_cache_bytes=None))
     assert "--cache" not in gemma and gemma[gemma.index("--chat_format") + 1] == "gemma"

@@ -27,7 +27,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import CallToolResult
 
-from lastknown_graph.store import EmbeddedStore
+from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 from tests.cli_env import scripted_model_env
 
@@ -122,8 +122,9 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path, timeou
 
 
 @asynccontextmanager
-async def http_server(args: list[str], env: dict[str, str]) -> AsyncIterator[str]:
-    """``lastknown mcp --http PORT`` in a subprocess; its URL, and on exit a graceful stop that must succeed."""
+async def http_server(args: list[str], env: dict[str, str], *, kill: bool = False) -> AsyncIterator[str]:
+    """``lastknown mcp --http PORT`` in a subprocess; its URL, and on exit a graceful stop that must succeed (or,
+    with ``kill``, a SIGKILL, as a crash or the OOM killer stops a process: nothing of it runs after that)."""
     port = free_port()
     log = Path(tempfile.mkstemp(prefix="lastknown-mcp-http-", suffix=".log")[1])
     with log.open("wb") as stderr:
@@ -133,13 +134,14 @@ async def http_server(args: list[str], env: dict[str, str]) -> AsyncIterator[str
         await anyio.to_thread.run_sync(wait_for_port, port, process, log)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.send_signal(signal.SIGINT)  # what Ctrl-C sends: queued writes finish, then it exits
+        # SIGINT is what Ctrl-C sends: queued writes finish, then it exits.
+        process.send_signal(signal.SIGKILL if kill else signal.SIGINT)
         try:
             code = await anyio.to_thread.run_sync(lambda: process.wait(timeout=60))
         except subprocess.TimeoutExpired:
             process.kill()
             raise
-    assert code == 0, log.read_text()
+    assert code == (-signal.SIGKILL if kill else 0), log.read_text()
 
 
 Scenario = Callable[[Client], Awaitable[None]]
@@ -399,3 +401,91 @@ def test_a_stopped_server_first_writes_what_it_had_queued(model_env: dict[str, s
         assert {f.text for f in store.current_facts(user)} == {"Plays the cello", "Plays in a cello quartet"}
     finally:
         store.close()
+
+
+def opened(store: str) -> Store:
+    """The store a server was started with (its --store), opened here to check what the server wrote."""
+    return EmbeddedStore(Path(store.removeprefix("embedded:"))) if store.startswith("embedded:") else Neo4jStore(store)
+
+
+async def finished(client: Client, job_id: str) -> dict[str, Any]:
+    for _ in range(600):
+        status = await call(client, "remember_status", job_id=job_id)
+        if status["state"] not in ("queued", "running"):
+            return status
+        await anyio.sleep(0.1)
+    raise AssertionError(f"the background write {job_id} did not finish")
+
+
+def test_a_killed_server_with_a_spool_dir_writes_what_it_acknowledged_when_started_again_once(
+    store: str, model_env: dict[str, str], tmp_path: Path
+) -> None:
+    user, spool = new_user("mcp"), tmp_path / "spool"
+    args = ["--user", user, "--store", store, "--spool-dir", str(spool)]
+
+    async def main() -> None:
+        with anyio.fail_after(SCENARIO_TIMEOUT_S):
+            async with http_server(args, model_env, kill=True) as url, Client(url) as client:
+                jobs = [(await call(client, "remember", messages=messages, date="2024-03-01", session=session,
+                                    background=True))["job_id"]
+                        for messages, session in ((CELLO, "s-cello"), (QUARTET, "s-quartet"))]
+                # Acknowledged, so on disk; the cello extraction takes seconds, so neither is written yet.
+                assert len(list(spool.glob("*.write.json"))) == 2
+                assert (await call(client, "remember_status", job_id=jobs[1]))["state"] == "queued"
+            # SIGKILL: the cello write was inside its model call. The next server finds both, under their job ids.
+            async with http_server(args, model_env) as url, Client(url) as client:
+                done = [await finished(client, job) for job in jobs]
+                assert [status["state"] for status in done] == ["done", "done"], done
+
+    anyio.run(main)
+    reopened = opened(store)
+    try:
+        export = reopened.export_user(user)
+    finally:
+        reopened.close()
+    assert sorted(session.id for session in export.sessions) == ["s-cello", "s-quartet"]
+    assert sorted(f.text for f in export.facts) == ["Plays in a cello quartet", "Plays the cello"]  # once each
+    assert list(spool.glob("*.write.json")) == []
+
+
+def test_forgetting_drops_the_users_unwritten_background_writes_and_their_words_leave_the_spool(
+    model_env: dict[str, str], tmp_path: Path
+) -> None:
+    user, spool = new_user("mcp"), tmp_path / "spool"
+
+    async def scenario(client: Client) -> None:
+        cello = await call(client, "remember", messages=CELLO, date="2024-03-01", session="s-cello", background=True)
+        quartet = await call(client, "remember", messages=QUARTET, date="2024-03-02", session="s-quartet",
+                             background=True)
+        words = b"".join(path.read_bytes() for path in spool.glob("*.write.json"))
+        assert b"cello quartet" in words and b"play the cello" in words  # the scan finds them while spooled
+        preview = await refused(client, "forget_about", query="cello", threshold=0.5)
+        assert "NotConfirmedError" in preview and "'s-quartet'" in preview and "'s-cello'" not in preview
+        forgotten = await call(client, "forget_about", query="cello", threshold=0.5, confirm=True)
+        # The running cello write was waited for and forgotten with the rest; the queued one was dropped.
+        assert forgotten["forgotten"]["forgotten"] == ["Plays the cello"]
+        assert [(w["job_id"], w["state"]) for w in forgotten["forgotten"]["dropped_writes"]] == [
+            (quartet["job_id"], "dropped")]
+        assert (await call(client, "remember_status", job_id=cello["job_id"]))["state"] == "done"
+        assert (await call(client, "remember_status", job_id=quartet["job_id"]))["state"] == "dropped"
+        assert b"cello" not in b"".join(p.read_bytes() for p in spool.iterdir() if p.is_file())
+
+    drive("stdio", ["--user", user, "--store", f"embedded:{tmp_path / 'memory.json'}", "--spool-dir", str(spool)],
+          model_env, scenario)
+    stored = (tmp_path / "memory.json").read_bytes()  # the session ids stay; the words and the facts do not
+    assert b"play the cello" not in stored and b"Plays the cello" not in stored and b"quartet" not in stored
+
+
+def test_a_second_server_on_a_spool_dir_in_use_does_not_start(model_env: dict[str, str], tmp_path: Path) -> None:
+    user, spool = new_user("mcp"), tmp_path / "spool"
+    args = ["--user", user, "--store", f"embedded:{tmp_path / 'memory.json'}", "--spool-dir", str(spool)]
+
+    async def main() -> None:
+        with anyio.fail_after(SCENARIO_TIMEOUT_S):
+            async with http_server(args, model_env):
+                second = await anyio.to_thread.run_sync(lambda: subprocess.run(
+                    [LASTKNOWN, "mcp", *args], env=model_env, stdin=subprocess.DEVNULL, capture_output=True,
+                    text=True, timeout=90, check=False))
+                assert second.returncode == 1 and "another BackgroundWriter" in second.stderr, second.stderr
+
+    anyio.run(main)

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lastknown_graph import EmbeddedStore, FactStatus
+from lastknown_graph import EmbeddedStore, FactKind, FactStatus
+from lastknown_graph.domain.models import TimelineEventKind
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.llm import LLM
@@ -111,6 +113,17 @@ def server(request: pytest.FixtureRequest) -> Iterator[ScriptedLLMServer]:
 def llamacpp_server() -> Iterator[ScriptedLLMServer]:
     with ScriptedLLMServer(scenario_rules(), **SERVERS["llamacpp_like"]) as scripted:
         yield scripted
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def server_kind(request: pytest.FixtureRequest) -> str:
+    """One of SERVERS, for a test that puts its own rules in front of the scenario's."""
+    return str(request.param)
+
+
+def scripted_server(kind: str, rules: list[Rule]) -> ScriptedLLMServer:
+    """A server of ``kind`` that tries ``rules`` before the scenario's."""
+    return ScriptedLLMServer([*rules, *scenario_rules()], **SERVERS[kind])
 
 
 def memory_for(server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store) -> Memory:
@@ -267,6 +280,53 @@ def test_facts_copied_from_the_prompts_example_are_dropped_and_unsourced_stateme
     assert example in json.dumps(extraction_request.messages[:-1]) and said in extraction_request.last_user_message
 
 
+def test_a_stated_city_the_user_never_wrote_is_rejected_and_cannot_retire_theirs(
+    server_kind: str, embedder: LocalEmbedder, store: Store
+) -> None:
+    """The model names a city the user never wrote; were it stored, both stages would retire Portland for it."""
+    rules = [
+        Rule(purpose="extraction", contains="keys to our new place", reply=Reply.json({"facts": [
+            fact("Lives in Seattle", "location"),
+            fact("Got the keys to a new place", "home"),
+        ]})),
+        Rule(purpose="stage1", contains=["Lives in Portland", "Seattle"], reply=still_true(0.05)),
+        Rule(purpose="stage2", contains=["Lives in Portland", "Seattle"], reply=Reply.json({
+            "reasoning": "The user lives in Seattle now.", "verdict": "no_longer_true"})),
+    ]
+    with scripted_server(server_kind, rules) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+        report = memory.write(["Just got the keys to our new place, the movers come on Friday."],
+                              date="2024-03-01", session="s-mar")
+        judged = [r.last_user_message for r in [*server.chat_requests("stage1"), *server.chat_requests("stage2")]]
+    assert report.retired == ()
+    assert [f.text for f in memory.current() if f.topic == "location"] == ["Lives in Portland"]
+    assert [(r.text, r.reason) for r in report.rejected] == [("Lives in Seattle", "not in the user's words: Seattle")]
+    assert [a.text for a in report.added] == ["Got the keys to a new place"]
+    assert not any("Seattle" in message for message in judged)
+    assert "Seattle" not in memory.export().model_dump_json()
+
+
+def test_names_and_numbers_the_user_never_wrote_are_rejected_beside_the_ones_they_did(
+    server_kind: str, embedder: LocalEmbedder, store: Store
+) -> None:
+    rules = [Rule(purpose="extraction", contains="Miso and Tofu", reply=Reply.json({"facts": [
+        fact("Has two cats named Miso and Tofu", "pets"),
+        fact("Has a third cat named Pepper", "pets"),
+        fact("Has had the cats for 7 years", "pets"),
+        fact("Has had the cats since 2019", "pets"),
+    ]}))]
+    with scripted_server(server_kind, rules) as server:
+        memory = memory_for(server, embedder, store)
+        report = memory.write(["My two cats Miso and Tofu finally get along, we adopted them in 2019."],
+                              date="2024-03-01", session="s-cats")
+    assert [(r.text, r.reason) for r in report.rejected] == [
+        ("Has a third cat named Pepper", "not in the user's words: Pepper"),
+        ("Has had the cats for 7 years", "not in the user's words: 7")]
+    assert sorted(f.text for f in memory.current()) == [
+        "Has had the cats since 2019", "Has two cats named Miso and Tofu"]
+
+
 def test_forgetting_the_new_fact_does_not_revive_the_old_one(
     llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, tmp_path: Path
 ) -> None:
@@ -338,6 +398,58 @@ def test_as_of_and_timeline(llamacpp_server: ScriptedLLMServer, embedder: LocalE
     kinds = [(e.kind.value, e.fact_text) for e in memory.timeline()]
     assert ("retired", "Lives in Portland") in kinds and ("expired", "Is on the train to work") in kinds
     assert kinds.index(("retired", "Lives in Portland")) > kinds.index(("added", "Lives in Portland"))
+
+
+def test_each_new_moment_expires_the_last_one_on_its_topic_and_no_other(
+    server_kind: str, embedder: LocalEmbedder, store: Store
+) -> None:
+    rules = [
+        Rule(purpose="extraction", contains="at the dentist", reply=Reply.json({"facts": [
+            fact("Is at the dentist", "current_activity", kind="moment"),
+            fact("Feels nervous", "mood", kind="moment"),
+        ]})),
+        Rule(purpose="extraction", contains="grocery store", reply=Reply.json({"facts": [
+            fact("Is in line at the grocery store", "current_activity", kind="moment"),
+        ]})),
+    ]
+    with scripted_server(server_kind, rules) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+        dentist = memory.write(["Sitting at the dentist right now, a bit nervous."], date="2024-03-01",
+                               session="s-dentist")
+        grocery = memory.write(["Standing in line at the grocery store now."], date="2024-03-02", session="s-grocery")
+        judged = [*server.chat_requests("stage1"), *server.chat_requests("stage2")]
+    assert [(e.old_text, e.new_text) for e in dentist.expired] == [("Is on the train to work", "Is at the dentist")]
+    assert [(e.old_text, e.new_text) for e in grocery.expired] == [
+        ("Is at the dentist", "Is in line at the grocery store")]
+    assert sorted(f.text for f in memory.current() if f.kind is FactKind.MOMENT) == [
+        "Feels nervous", "Is in line at the grocery store"]
+    ended = {e.fact.text: (e.fact.status, e.fact.valid_to) for e in memory.history() if e.fact.kind is FactKind.MOMENT}
+    assert ended["Is on the train to work"] == (FactStatus.EXPIRED, date(2024, 3, 1))
+    assert ended["Is at the dentist"] == (FactStatus.EXPIRED, date(2024, 3, 2))
+    # A moment is never put to the two-stage check, and it ends no state.
+    assert judged == []
+    assert {"Lives in Portland", "Works at a bakery"} <= {f.text for f in memory.current()}
+
+
+def test_an_expired_moment_leaves_the_context_the_answer_is_given(
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    """On the train in February, making coffee in September: the assistant is told only about the coffee."""
+    memory = memory_for(server, embedder, store)
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    memory.write(SEP, date="2024-09-03", session="s-sep")
+    context = memory.context()
+    assert "- [2024-09-03] Is making coffee before work (at that moment)" in context
+    assert "on the train" not in context
+    memory.ask("What should I listen to right now?")
+    system_prompt = server.chat_requests("answer")[-1].system_message
+    assert "Is making coffee before work" in system_prompt and "on the train" not in system_prompt
+    assert "Is on the train to work" in {f.text for f in memory.as_of("2024-05-01")}
+    assert "Is on the train to work" not in {f.text for f in memory.as_of("2024-09-03")}
+    expiries = [(e.fact_text, e.cause_fact_text, e.session_id) for e in memory.timeline()
+                if e.kind is TimelineEventKind.EXPIRED]
+    assert expiries == [("Is on the train to work", "Is making coffee before work", "s-sep")]
 
 
 def test_only_user_turns_are_read(llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store) -> None:
@@ -440,6 +552,40 @@ def test_a_near_repeat_that_stage_two_keeps_is_a_confirmation(
     assert (allergy.text, allergy.confirmed_in) == ("Is allergic to peanuts", ("s-2",))
     [asked] = server.chat_requests("stage2")
     assert "Is allergic to peanuts" in asked.last_user_message
+
+
+def test_a_pair_stage_one_scores_as_still_true_is_kept_without_asking_stage_two(
+    server_kind: str, embedder: LocalEmbedder, store: Store
+) -> None:
+    """Stage 2's verdict here is wrong on purpose, so the outcome shows whether stage 2 was asked.
+
+    With logprobs, stage 1 reads the bakery job as still true beside a baking hobby and stage 2 is never asked;
+    without them there is no stage 1, so stage 2 decides every pair and its verdict retires the job.
+    """
+    rules = [
+        Rule(purpose="extraction", contains="sourdough", reply=Reply.json({"facts": [
+            fact("Bakes sourdough at home on weekends", "hobby"),
+        ]})),
+        Rule(purpose="stage1", contains=["Works at a bakery", "sourdough"], reply=still_true(0.97)),
+        Rule(purpose="stage2", contains=["Works at a bakery", "sourdough"], reply=Reply.json({
+            "reasoning": "Scripted to retire whatever it is asked about.", "verdict": "no_longer_true"})),
+    ]
+    with scripted_server(server_kind, rules) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+        report = memory.write(["I've been baking sourdough at home on weekends."], date="2024-03-01",
+                              session="s-bread")
+        asked_stage2 = [r.last_user_message for r in server.chat_requests("stage2")]
+        logprobs = server.supports_logprobs
+    jobs = [f.text for f in memory.current() if f.topic == "job"]
+    if logprobs:
+        assert ("Works at a bakery", "stage1") in [(k.text, k.stage) for k in report.kept]
+        assert report.retired == () and asked_stage2 == []
+        assert jobs == ["Works at a bakery"]
+    else:
+        assert [(r.old_text, r.stage) for r in report.retired] == [("Works at a bakery", "stage2")]
+        assert any("Works at a bakery" in message for message in asked_stage2)
+        assert jobs == []
 
 
 def test_a_conversation_dated_before_a_fact_cannot_retire_it(

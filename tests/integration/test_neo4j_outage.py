@@ -9,7 +9,8 @@ and from the second conversation on, one retirement (the old city) and one expir
 So a session that is stored whole has its 2 messages, its 2 facts and, after the first, its 2 edges.
 
 Slowness goes through a small TCP proxy (a thread in this file) between the driver and Neo4j that
-delays or holds the bytes. The last two tests kill a process in the middle of saving the embedded store.
+delays or holds the bytes. The last two tests kill a process in the middle of saving the embedded store (appending
+to its journal, or compacting it).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from lastknown_graph.errors import StoreUnavailableError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.store.journal import whole_records
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 from tests.builders import DIMENSION, SessionBuilder, new_user, vec
@@ -471,8 +473,10 @@ def test_a_stalled_connection_fails_typed_within_the_bound(
 # ---------------------------------------------------------------------------------------------- embedded, SIGKILL
 
 
-BALLAST_FACTS = 600  # a 2 MB file: each save spends milliseconds between its temp file and the rename
-MIN_KILL_ROUNDS, MAX_KILL_ROUNDS = 2, 6
+# A 2 MB snapshot: a compaction spends milliseconds between its temp file and the rename, and comes after some
+# 700 appends of about 3 KB, a few seconds into a child's run.
+BALLAST_FACTS = 600
+MIN_KILL_ROUNDS, MAX_KILL_ROUNDS = 3, 9
 
 
 def _save_until_killed(path: str, user: str, acked_path: str, first: int) -> None:
@@ -499,12 +503,33 @@ def _temp_files(directory: Path) -> set[str]:
     return {p.name for p in directory.iterdir() if p.suffix == ".tmp"}
 
 
+def _journal_size(directory: Path) -> int:
+    journal = directory / "memory.json.journal"
+    return journal.stat().st_size if journal.exists() else 0
+
+
+def _torn_journal(directory: Path) -> bool:
+    """Whether the journal ends in a record cut short (the kill landed inside an append)."""
+    journal = directory / "memory.json.journal"
+    data = journal.read_bytes() if journal.exists() else b""
+    return whole_records(data)[1] < len(data)
+
+
 def _kill_while_saving(child: multiprocessing.process.BaseProcess, directory: Path, timeout_s: float) -> None:
-    """SIGKILL the child as soon as a new temp file shows that it is inside a save (or at the timeout)."""
+    """SIGKILL the child as soon as a new temp file shows that it is inside a compaction (or at the timeout)."""
     known = _temp_files(directory)
     deadline = time.monotonic() + timeout_s
     while not _temp_files(directory) - known and time.monotonic() < deadline:
         time.sleep(0.0002)
+    child.kill()
+
+
+def _kill_while_appending(child: multiprocessing.process.BaseProcess, directory: Path, timeout_s: float) -> None:
+    """SIGKILL the child as soon as its journal grows: inside an append, before its fsync or its acknowledgement."""
+    size = _journal_size(directory)
+    deadline = time.monotonic() + timeout_s
+    while _journal_size(directory) == size and time.monotonic() < deadline:
+        time.sleep(0.0001)
     child.kill()
 
 
@@ -528,9 +553,11 @@ def test_an_embedded_store_killed_mid_save_loads_old_or_new_state_never_partial(
         deadline = time.monotonic() + 60
         while len(_acked(acked_path)) < before + 2 and time.monotonic() < deadline and child.is_alive():
             time.sleep(0.01)
-        if rounds % 2:
+        if rounds % 3 == 1:
             _kill_while_saving(child, tmp_path, timeout_s=10)
-        else:  # anywhere in the loop: planning, reading, encoding, writing, renaming
+        elif rounds % 3 == 2:
+            _kill_while_appending(child, tmp_path, timeout_s=10)
+        else:  # anywhere in the loop: planning, reading, encoding, appending, compacting
             time.sleep(rng.uniform(0.0, 0.1))
             child.kill()
         child.join(timeout=30)
@@ -548,9 +575,10 @@ def test_an_embedded_store_killed_mid_save_loads_old_or_new_state_never_partial(
         assert current == [f"Counter {len(sessions) - 1}"]
         assert sum(r.relation == "supersedes" for r in export.replacements) == len(sessions) - 1
         assert len(EmbeddedStore(path).export_user("ballast").facts) == BALLAST_FACTS
-        # Evidence that the kill hit a save: its temp file was left behind, or it was renamed but not yet
-        # acknowledged (the new state, one session ahead of the child's notes).
-        inside_a_save += bool(_temp_files(tmp_path) - temp_before) or len(sessions) == len(acked) + 1
+        # Evidence that the kill hit a save: a compaction's temp file was left behind, the journal ends in a torn
+        # record, or a save was done but not yet acknowledged (the new state, one session ahead of the child's notes).
+        inside_a_save += (bool(_temp_files(tmp_path) - temp_before) or _torn_journal(tmp_path)
+                          or len(sessions) == len(acked) + 1)
         stored = len(sessions)
         acked_path.write_text("".join(f"{n}\n" for n in range(stored)), encoding="utf-8")
     assert inside_a_save > 0, f"no kill in {rounds} rounds landed inside a save"

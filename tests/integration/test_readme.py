@@ -50,11 +50,11 @@ def block_with(marker: str) -> str:
     return block
 
 
-def test_readme_has_the_agent_undo_belief_time_asyncio_and_langgraph_examples() -> None:
+def test_readme_has_the_agent_undo_belief_time_background_asyncio_and_langgraph_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 5
-    assert [block_with(m) for m in ("memory.save(", "memory.undo(", "known_at=", "AsyncMemory", "MemoryNodes")
-            ] == blocks
+    assert len(blocks) == 6
+    assert [block_with(m) for m in ("memory.save(", "memory.undo(", "known_at=", "spool_dir=", "AsyncMemory",
+                                    "MemoryNodes")] == blocks
 
 
 def test_readme_belief_time_example_shows_a_late_conversation_unknown_before_its_write(
@@ -89,6 +89,20 @@ def test_readme_undo_example_revives_portland_and_writes_the_session_again(
             ] == ["s-2"]
 
 
+def test_readme_background_example_writes_in_order_off_the_callers_path_and_empties_its_spool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    output = run_against_the_scripted_server(block_with("spool_dir="), tmp_path, monkeypatch).splitlines()
+    assert output[0] in ("queued", "running", "done")
+    assert output[1:] == ["['Lives in a hot desert region']", "[]"]  # c-2 was written after c-1, and retired it
+    from lastknown_graph import EmbeddedStore, MemoryReader
+
+    history = MemoryReader(EmbeddedStore(tmp_path / "memory.json"), "carol").history()
+    assert [link.session_id for e in history for link in e.replaced_by if e.fact.text == "Lives in Portland"
+            ] == ["c-2"]
+    assert [p.name for p in (tmp_path / "carol-spool").iterdir()] == [".lock"]  # every write stored, no file left
+
+
 def test_readme_asyncio_example_writes_in_order_and_retires_portland(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,9 +128,9 @@ def test_readme_langgraph_example_gives_the_agents_model_the_memory_and_a_premis
         agent, chat, writer = namespace["build_agent"](replies), namespace["chat"], namespace["nodes"].writer
         try:
             assert chat(agent, FEBRUARY[0], thread="february") == "(scripted) one"
-            writer.flush(timeout=120)  # the next conversation is to see this one
+            writer.wait(timeout=120)  # the next conversation is to see this one
             chat(agent, SEPTEMBER[0], thread="september")
-            writer.flush(timeout=120)
+            writer.wait(timeout=120)
             assert chat(agent, "Rainy-day ideas for Portland?", thread="later") == "(scripted) three"
         finally:
             writer.close()

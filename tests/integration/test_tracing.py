@@ -138,6 +138,28 @@ def test_the_leak_scan_sees_what_spans_carry() -> None:
     assert leaks(exporter.get_finished_spans()) == [USER, PORTO_FACT, "margarethe", "Porto"]
 
 
+def test_checks_sent_at_once_are_still_children_of_their_plan(spans: Any) -> None:
+    homes = ["Lives in Lyon", "Works at the Halles market", "Cycles to work"]  # the nearest three: all checked
+
+    def answer(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            texts = [PORTO_FACT] if "Porto" in call.last_user_message else homes
+            return {"facts": [{"text": text, "topic": f"topic_{n}", "kind": "state", "inferred": True,
+                               "evidence": [0]} for n, text in enumerate(texts)]}
+        return respond(call) if call.purpose != "stage1" else 0.01  # every pair kept at stage 1
+
+    memory = Memory(ScriptedModel(answer, max_concurrent=4), HashedEmbedder(), user=USER, store=EmbeddedStore(None))
+    memory.write([LYON], date="2024-01-10", session=FIRST_SESSION)
+    spans.clear()
+    report = memory.write([PORTO], date="2024-05-20", session=SESSION)
+    assert len(report.kept) == len(homes)
+    [(_, _, [(plan, _, below), _])] = tree(spans.get_finished_spans())
+    assert plan == "lastknown.plan"
+    assert sorted(below, key=str) == sorted([("lastknown.extraction", None, [chat("extraction")]),
+                                             ("lastknown.candidates", None, []),
+                                             *[chat("stage1")] * len(homes)], key=str)
+
+
 def test_one_write_is_one_span_tree_with_counts_and_no_user_text(
     spans: Any, memory: Memory, model: ScriptedModel
 ) -> None:

@@ -31,6 +31,7 @@ from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, ScriptedLLMServer
 from tests.builders import DIMENSION, new_user
 from tests.integration.test_memory_pipeline import FEB, SEP, SERVERS, scenario_rules
+from tests.store_files import store_files
 
 # SEP against FEB exercises every kind of step: extraction, stage 1 and 2, an inferred
 # retirement, an expiry of a moment, a new fact and a kept one.
@@ -278,16 +279,19 @@ def test_neo4j_commit_failing_at_each_query_rolls_back(
             faulty.close()
 
 
-@pytest.mark.parametrize("call", ["os.replace", "os.fsync"])
+@pytest.mark.parametrize(("journal", "call"), [
+    (True, "os.write"), (True, "os.fsync"), (False, "os.replace"), (False, "os.fsync"),
+])
 def test_embedded_commit_failing_on_disk_keeps_file_and_memory(
     rig_factory: Callable[[Store], Rig], embedder: LocalEmbedder, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, call: str,
+    monkeypatch: pytest.MonkeyPatch, journal: bool, call: str,
 ) -> None:
+    """The journal's append (``journal=True``) or the whole snapshot's save fails: every file keeps its bytes."""
     path = tmp_path / "memory.json"
-    store = EmbeddedStore(path)
+    store = EmbeddedStore(path, journal=journal)
     store.ensure_schema(DIMENSION)
     rig = rig_factory(store)
-    before_bytes = path.read_bytes()
+    before_bytes = store_files(path)
     before = rig.memory.export().canonical()
     reference = EmbeddedStore(None)
     reference_rig = rig_factory(reference)
@@ -297,10 +301,10 @@ def test_embedded_commit_failing_on_disk_keeps_file_and_memory(
         raise OSError(5, "Input/output error (injected)")
 
     with monkeypatch.context() as patch:
-        patch.setattr(f"lastknown_graph.store.embedded.{call}", disk_error)
+        patch.setattr(call, disk_error)
         with pytest.raises(StoreError, match="unchanged"):
             rig.memory.write(SEP, date="2024-09-03", session=SECOND_SESSION)
-    assert path.read_bytes() == before_bytes
+    assert store_files(path) == before_bytes
     assert rig.memory.export().canonical() == before
     assert EmbeddedStore(path).export_user(rig.memory.user).canonical() == before
     rig.memory.write(SEP, date="2024-09-03", session=SECOND_SESSION)

@@ -102,6 +102,29 @@ def test_each_optional_extra_is_imported_by_its_one_module(extra: str) -> None:
     assert _importers_of(extra) == EXTRA_IMPORTERS[extra]
 
 
+# Writes off the answer path have one home, the core's background.py: an adapter (MCP, LangGraph) queueing writes in
+# a worker of its own would repeat its order, its limits, its spool and its erasure, and drift from them. The scripted
+# HTTP server (a test double) serves from a thread of its own. pipeline/fan_out.py sends one write's checks at once
+# (LLM(max_concurrent=N)) in a pool that lives only for that call: it queues nothing past the call.
+THREAD_STARTERS = {"background", "pipeline.fan_out", "testing.scripted_server"}
+
+
+def _starts_threads(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            called = node.func
+            name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", None)
+            if name in ("Thread", "ThreadPoolExecutor"):
+                return True
+    return False
+
+
+def test_only_the_background_writer_starts_worker_threads() -> None:
+    starters = {_module_name(path) for path in PACKAGE.rglob("*.py") if _starts_threads(path)}
+    assert "background" in starters  # the scan sees the one that does: otherwise this proves nothing
+    assert starters == THREAD_STARTERS
+
+
 def test_the_scripted_server_knows_the_wire_not_the_client() -> None:
     # It stands in for any OpenAI-compatible server, so it may share the wire's conventions (llm.wire) but not
     # the client's code: a double built from the client's internals would agree with the client's bugs.

@@ -10,8 +10,10 @@ from lastknown_graph.pipeline.grounding import (
     is_impersonal_request,
     mostly_words_of,
     reads_like_an_answer,
+    restates_the_prompt,
     ungrounded_terms,
 )
+from lastknown_graph.prompts.conflict_verdict import own_words
 
 MESSAGES = [
     "I've been in Portland for 12 years, my dog Biscuit hates the rain.",
@@ -114,3 +116,18 @@ def test_a_fact_mostly_in_other_texts_words_is_recognised() -> None:
     assert mostly_words_of("Works as a lighthouse keeper", example)
     assert not mostly_words_of("Works as a nurse", example)
     assert not mostly_words_of("", example)  # no content words
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "restated"),
+    [
+        ("A person can have both facts true at the same time, today; one does not end the other.", True),
+        ("The newer fact about buying a teapot does not contradict the older fact about drinking black coffee.", True),
+        ("", True),  # no reason at all says no more about the pair
+        ("Moving to Porto ends the Lyon home.", False),  # names the facts
+        ("The person can have both facts true, since Lyon is near the coast.", False),  # one fact's word is enough
+        ("scripted", False),  # few words, none of them the prompt's: a reason of its own
+    ],
+)
+def test_a_reason_that_only_restates_the_prompt_is_told_from_a_reason(reasoning: str, restated: bool) -> None:
+    assert restates_the_prompt(reasoning, ["Lives in Lyon", "Lives in Porto"], own_words()) is restated

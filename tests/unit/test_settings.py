@@ -9,7 +9,7 @@ import pytest
 
 from lastknown_graph import LLM, InvalidInputError
 from lastknown_graph.config import KEYLESS_API_KEY, Settings, load_settings
-from lastknown_graph.embedders import APIEmbedder
+from lastknown_graph.embedders import APIEmbedder, LocalEmbedder
 from lastknown_graph.memory import default_store
 from lastknown_graph.store import EmbeddedStore
 
@@ -41,7 +41,8 @@ def test_only_the_config_module_reads_the_environment() -> None:
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for name in ("LASTKNOWN_BASE_URL", "LASTKNOWN_MODEL", "LASTKNOWN_API_KEY", "OPENAI_API_KEY",
                  "LASTKNOWN_EMBEDDER", "LASTKNOWN_EMBED_BASE_URL", "LASTKNOWN_EMBED_MODEL", "LASTKNOWN_NEO4J_URI",
-                 "LASTKNOWN_NEO4J_PASSWORD", "LASTKNOWN_EMBEDDED_PATH", "LASTKNOWN_THINKING_SWITCH"):
+                 "LASTKNOWN_NEO4J_PASSWORD", "LASTKNOWN_EMBEDDED_PATH", "LASTKNOWN_THINKING_SWITCH",
+                 "LASTKNOWN_EMBED_THREADS", "LASTKNOWN_MAX_CONCURRENT"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -74,7 +75,9 @@ def test_an_empty_variable_is_an_unset_one(clean_env: pytest.MonkeyPatch, tmp_pa
     assert isinstance(store, EmbeddedStore)
 
 
-@pytest.mark.parametrize(("name", "value"), [("LASTKNOWN_EMBEDDER", "torch"), ("LASTKNOWN_THINKING_SWITCH", "maybe")])
+@pytest.mark.parametrize(("name", "value"), [("LASTKNOWN_EMBEDDER", "torch"), ("LASTKNOWN_THINKING_SWITCH", "maybe"),
+                                             ("LASTKNOWN_EMBED_THREADS", "0"), ("LASTKNOWN_EMBED_THREADS", "two"),
+                                             ("LASTKNOWN_MAX_CONCURRENT", "0")])
 def test_a_malformed_variable_is_a_clear_error_naming_it(clean_env: pytest.MonkeyPatch, name: str, value: str) -> None:
     clean_env.setenv(name, value)
     with pytest.raises(InvalidInputError, match=name):
@@ -89,3 +92,16 @@ def test_explicit_arguments_and_settings_objects_win_over_the_environment(clean_
     assert LLM(settings=Settings(base_url="http://given:3/v1")).base_url == "http://given:3/v1"
     assert APIEmbedder().name == "env-embedder at http://from-env:1/v1"
     assert APIEmbedder(model="explicit-embedder").name.startswith("explicit-embedder at ")
+
+
+def test_local_embedder_threads_default_to_one_and_come_from_the_argument_or_the_environment(
+        clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Nothing loads here: the model and torch load on the first embed().
+    assert LocalEmbedder().threads == 1
+    clean_env.setenv("LASTKNOWN_EMBED_THREADS", "2")
+    assert LocalEmbedder().threads == 2
+    assert LocalEmbedder(threads=3).threads == 3
+    assert LocalEmbedder(tmp_path, settings=Settings(embed_threads=4)).threads == 4
+    for refused in (0, -1, True, 1.5, "2"):
+        with pytest.raises(InvalidInputError, match="positive integer"):
+            LocalEmbedder(threads=refused)  # type: ignore[arg-type]

@@ -105,8 +105,10 @@ def test_a_store_file_valid_as_json_but_not_as_a_store_is_corrupt_and_never_save
 ) -> None:
     """Reliability finding 7: such files gave KeyError tracebacks, and one variant was written over by a write."""
     path = tmp_path / "memory.json"
-    Memory(ScriptedModel(answer), HashedEmbedder(), "ada", EmbeddedStore(path)).write(
+    store = EmbeddedStore(path)
+    Memory(ScriptedModel(answer), HashedEmbedder(), "ada", store).write(
         ["I live in Lyon."], date="2024-01-10", session="s1")
+    store.compact()  # the snapshot then holds the facts (a write alone puts them in the journal)
     document = json.loads(path.read_text(encoding="utf-8"))
     if damage == "edge":
         document["edges"][0]["type"] = "OWNS"

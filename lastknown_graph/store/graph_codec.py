@@ -1,0 +1,173 @@
+"""How the embedded store's graph is written as JSON: the snapshot of the whole graph, and the changes of one
+write as a journal record.
+
+Both use one encoding of node and edge attributes: embeddings as base64 of their float32 bytes, days and
+moments as ISO text. A document that is valid JSON but not a graph this store wrote (a node without its
+label or attributes, an unknown edge type) raises ``ValueError``, like malformed JSON, so that it is
+refused when read instead of ending a later read in a ``KeyError`` or being saved over by a write.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import networkx as nx
+
+from lastknown_graph.errors import SchemaMismatchError
+from lastknown_graph.store.graph_changes import AddEdge, AddNode, Change, SetAttrs
+from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, to_float32_bytes
+
+FILE_FORMAT = "lastknown_graph.embedded"
+# 2: the snapshot names the last journal record folded into it (``journal_seq``); a reader that knows only
+# version 1 would ignore the journal and silently miss every write since the snapshot, so it is refused.
+FILE_VERSION = 2
+# 1: one file holding everything, written before the journal existed; read as a snapshot with no journal.
+READABLE_VERSIONS = frozenset({1, FILE_VERSION})
+
+# Edges from a newer fact to an older one, and the API's name for each.
+RELATION_OF_EDGE = {"SUPERSEDES": "supersedes", "EXPIRES": "expires", "CONTRADICTS": "contradicts"}
+_EDGE_TYPES = frozenset({"HAD", "CONTAINS", "KNOWS", "FROM", "CONFIRMED_IN", *RELATION_OF_EDGE})
+# What every node of a label carries.
+_REQUIRED_ATTRS = {
+    "User": {"id"},
+    "Session": {"id", "user_id", "date"},
+    "Message": {"id", "user_id", "session_id", "index", "role", "text", "redacted"},
+    "Fact": {"id", "user_id", "text", "topic", "kind", "status", "valid_from", "valid_to", "recorded_at", "session_id",
+             "embedding"},
+}
+_DAY_ATTRS = frozenset({"date", "valid_from", "valid_to", "at"})
+_MOMENT_ATTRS = frozenset({"recorded_at"})
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    graph: nx.MultiDiGraph
+    embedding_dimension: int | None
+    journal_seq: int  # the last journal record already in the graph (0: none)
+    version: int
+
+
+def shape_problem(graph: nx.MultiDiGraph, nodes: Any = None) -> str | None:
+    """What makes ``graph`` (or only its ``nodes``) unlike a graph this store writes, or None."""
+    for key in graph.nodes if nodes is None else nodes:
+        attrs = graph.nodes[key]
+        required = _REQUIRED_ATTRS.get(attrs.get("label"))
+        if required is None:
+            return f"node {key!r} has no known label"
+        missing = required - attrs.keys()
+        if missing:
+            return f"{attrs['label']} node {key!r} lacks {', '.join(sorted(missing))}"
+        for source, target, edge_type in graph.out_edges(key, keys=True):
+            if edge_type not in _EDGE_TYPES:
+                return f"edge {source!r} -> {target!r} has the unknown type {edge_type!r}"
+    return None
+
+
+def _encode_vector(vector: Float32Array) -> str:
+    return base64.b64encode(to_float32_bytes(vector)).decode("ascii")
+
+
+def encode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    encoded: dict[str, Any] = {}
+    for name, value in attrs.items():
+        if name == "embedding":
+            encoded[name] = _encode_vector(value)
+        elif isinstance(value, (date, datetime)):
+            encoded[name] = value.isoformat()
+        else:
+            encoded[name] = value
+    return encoded
+
+
+def decode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    decoded: dict[str, Any] = {}
+    for name, value in attrs.items():
+        if name == "embedding":
+            decoded[name] = from_float32_bytes(base64.b64decode(value))
+        elif name in _DAY_ATTRS and value is not None:
+            decoded[name] = date.fromisoformat(value)
+        elif name in _MOMENT_ATTRS and value is not None:
+            decoded[name] = datetime.fromisoformat(value)
+        else:
+            decoded[name] = value
+    return decoded
+
+
+def _json_bytes(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def snapshot_bytes(graph: nx.MultiDiGraph, embedding_dimension: int | None, journal_seq: int) -> bytes:
+    return _json_bytes({
+        "format": FILE_FORMAT,
+        "version": FILE_VERSION,
+        "embedding_dimension": embedding_dimension,
+        "journal_seq": journal_seq,
+        "nodes": [{"key": key, "attrs": encode_attrs(attrs)} for key, attrs in graph.nodes(data=True)],
+        "edges": [
+            {"source": s, "target": t, "type": k, "attrs": encode_attrs(attrs)}
+            for s, t, k, attrs in graph.edges(keys=True, data=True)
+        ],
+    })
+
+
+def read_snapshot(data: bytes, where: str) -> Snapshot:
+    """The snapshot in ``data``; ``ValueError`` (and kin) if it is not one, ``SchemaMismatchError`` for another
+    version. The graph's shape is checked by the caller, once the journal is replayed on it."""
+    document = json.loads(data)
+    if document.get("format") != FILE_FORMAT:
+        raise ValueError(f"format is {document.get('format')!r}, expected {FILE_FORMAT!r}")
+    version = document.get("version")
+    if version not in READABLE_VERSIONS:
+        raise SchemaMismatchError(
+            f"{where} has file version {version!r}; this code reads {', '.join(map(str, sorted(READABLE_VERSIONS)))}"
+        )
+    graph = nx.MultiDiGraph()
+    for node in document["nodes"]:
+        graph.add_node(node["key"], **decode_attrs(node["attrs"]))
+    for edge in document["edges"]:
+        graph.add_edge(edge["source"], edge["target"], key=edge["type"], **decode_attrs(edge["attrs"]))
+    journal_seq = document.get("journal_seq", 0)
+    if not isinstance(journal_seq, int) or journal_seq < 0:
+        raise ValueError(f"journal_seq is {journal_seq!r}")
+    return Snapshot(graph, document.get("embedding_dimension"), journal_seq, version)
+
+
+def record_bytes(seq: int, changes: tuple[Change, ...]) -> bytes:
+    """One write's changes as a journal record, numbered ``seq``."""
+    encoded: list[list[Any]] = []
+    for change in changes:
+        if isinstance(change, AddNode):
+            encoded.append(["node", change.key, encode_attrs(change.attrs)])
+        elif isinstance(change, AddEdge):
+            encoded.append(["edge", change.source, change.target, change.type, encode_attrs(change.attrs)])
+        else:
+            encoded.append(["set", change.key, encode_attrs(change.attrs)])
+    return _json_bytes({"seq": seq, "changes": encoded})
+
+
+def read_record(payload: bytes) -> tuple[int, list[Change]]:
+    """The number and changes of a journal record; ``ValueError`` (and kin) if it is not one."""
+    document = json.loads(payload)
+    seq = document["seq"]
+    if not isinstance(seq, int) or seq < 1:
+        raise ValueError(f"a journal record numbered {seq!r}")
+    changes: list[Change] = []
+    for item in document["changes"]:
+        kind, *fields = item
+        if kind == "node":
+            key, attrs = fields
+            changes.append(AddNode(str(key), decode_attrs(attrs)))
+        elif kind == "edge":
+            source, target, edge_type, attrs = fields
+            changes.append(AddEdge(str(source), str(target), str(edge_type), decode_attrs(attrs)))
+        elif kind == "set":
+            key, attrs = fields
+            changes.append(SetAttrs(str(key), decode_attrs(attrs)))
+        else:
+            raise ValueError(f"a journal change of the unknown kind {kind!r}")
+    return seq, changes
