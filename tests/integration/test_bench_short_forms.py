@@ -1,5 +1,5 @@
-"""The short forms of the candidate-recall, pipeline-cost, write-cost, haystack, embedder-load and embedded-write
-benchmarks, end to end.
+"""The short forms of the candidate-recall, pipeline-cost, write-cost, haystack, embedder-load, embedded-write and
+prompt-order benchmarks, end to end.
 
 Each runs its command's small size with the real bundled embedder and writes its results file to a temporary
 path. The assertions check that the generated section is there and that its summary figures are computed from
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import candidate_recall, embedded_write, embedder_load, haystack, pipeline_cost, write_cost
+from bench import candidate_recall, embedded_write, embedder_load, haystack, pipeline_cost, prompt_order, write_cost
 from bench._report import END_MARKER, START_MARKER, evenly_spread
 from bench.prefix_cache import PrefixCache, ServerLog, prompt_words
 from bench.scenarios import NO_LONGER_TRUE, SCENARIOS
@@ -376,3 +376,28 @@ def test_embedded_write_short_form_computes_its_ratios_from_its_rows(tmp_path: P
     by_size = {row["way of saving"]: row for row in table(markdown, "## Write p50 by size (ms)")}
     assert float(by_size["journal"]["largest / smallest"]) == pytest.approx(ratio, abs=0.006)
     assert f"**{ratio:.2f}**" in markdown.split("## Headline", 1)[1]
+
+
+def test_prompt_order_short_form_grades_both_layouts_from_its_rows_and_resumes(tmp_path: Path) -> None:
+    out, work = tmp_path / "prompt-order.md", tmp_path / "work"
+    arguments = ["--scripted", "--pairs", "4", "--stage2-pairs", "2", "--work-dir", str(work), "--out", str(out)]
+    prompt_order.main(arguments)
+    rows = [json.loads(line) for line in (work / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    # 4 changed and 4 unchanged pairs at stage 1, 2 of each at stage 2, under both layouts.
+    assert len(rows) == 2 * (8 + 4)
+    by_layout = {row["layout"]: row for row in table(generated(out), "## By layout")}
+    assert list(by_layout) == ["this checkout", "0e8be5d^"]
+    for row in by_layout.values():  # the scripted server knows the labels, so every pair is right
+        assert (row["stage-1 AUC"], row["changed flagged"], row["unchanged flagged"]) == ("1.0", "4/4", "0/4")
+        assert (row["stage 2: changed retired"], row["stage 2: unchanged kept"]) == ("2/2", "2/2")
+    prompt_order.main(arguments)  # everything is asked already: nothing is asked again
+    assert len((work / "rows.jsonl").read_text(encoding="utf-8").splitlines()) == len(rows)
+
+
+def test_prompt_order_compares_the_prompts_of_the_other_revision() -> None:
+    here, before = prompt_order.layouts("0e8be5d^")
+    pair = prompt_order.load_pairs(1)[0]
+    new = here.stage1(pair.earlier, prompt_order.EARLIER_DAY, pair.later, prompt_order.LATER_DAY)[-1]["content"]
+    old = before.stage1(pair.earlier, prompt_order.EARLIER_DAY, pair.later, prompt_order.LATER_DAY)[-1]["content"]
+    assert new.startswith("Could the newer note") and old.startswith("Older note")
+    assert sorted(new.splitlines()) == sorted(old.splitlines())  # the same words, in another order
