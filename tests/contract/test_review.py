@@ -19,7 +19,7 @@ from lastknown_graph.errors import (
 )
 from lastknown_graph.memory import Memory
 from lastknown_graph.reader import MemoryReader
-from lastknown_graph.store import EmbeddedStore, Store
+from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.belief_time import history_of, memory_known_at
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from tests.builders import DIMENSION, SessionBuilder, new_user, vec
@@ -289,6 +289,16 @@ def test_belief_time_sees_a_rejected_retirement_as_it_stood(store: Store) -> Non
 
     assert ghent_then(written.recorded_at + timedelta(minutes=30)) == (FactStatus.RETIRED, date(2024, 3, 9))
     assert ghent_then(rejected_at) == (FactStatus.CURRENT, None)
+    if isinstance(store, Neo4jStore):  # the Browser's belief-time audit agrees with the library
+        reader = MemoryReader(store, user)
+        for moment in (written.recorded_at + timedelta(minutes=30), rejected_at):
+            rows = store._query("audit_state_known_at", user_id=user, day=date(2024, 3, 1), known_at=moment)
+            held = reader.as_of(date(2024, 3, 1), known_at=moment)
+            assert [r["fact_id"] for r in rows] == [f.id for f in held] == [ghent]
+            rows = store._query("audit_state_known_at", user_id=user, day=date(2024, 4, 1), known_at=moment)
+            held = reader.as_of(date(2024, 4, 1), known_at=moment)
+            assert sorted(r["fact_id"] for r in rows) == sorted(f.id for f in held)
+            assert (ghent in {r["fact_id"] for r in rows}) is (moment == rejected_at)
 
 
 def test_a_rejection_in_the_embedded_store_survives_reopening(tmp_path: object) -> None:
