@@ -1,7 +1,7 @@
 // name: delete_facts
 // purpose: forget facts of a user: delete them with every edge (and so their embeddings and vector index
 //          entries), and remove the text of the messages they came from. Facts they superseded stay retired.
-//          Reasons of retirements and disputes decided in a session whose messages were redacted may quote those
+//          Reasons of retirements (rejected ones too) and disputes decided in a session whose messages were redacted may quote those
 //          messages, so they are replaced by $redacted_reason.
 // parameters: $user_id (string), $fact_ids (list of strings), $redacted_reason (string)
 // example: :param user_id => "alice"; :param fact_ids => ["f-1"]
@@ -14,7 +14,7 @@ WITH facts, [f IN facts | f.id] AS deleted, [m IN messages | m.id] AS redacted,
      [m IN messages | m.session_id] AS sessions
 FOREACH (f IN facts | DETACH DELETE f)
 WITH deleted, redacted, sessions
-OPTIONAL MATCH (:Fact)-[r:SUPERSEDES|CONTRADICTS]->(:Fact {user_id: $user_id})
+OPTIONAL MATCH (:Fact)-[r:SUPERSEDES|CONTRADICTS|SUPERSEDES_REJECTED]->(:Fact {user_id: $user_id})
 WHERE r.session_id IN sessions
 WITH deleted, redacted, collect(r) AS reasons
 FOREACH (r IN reasons | SET r.reason = $redacted_reason)

@@ -1,5 +1,6 @@
 // name: export_facts
-// purpose: a user's facts with embeddings, provenance, confirmations and replacements, for export.
+// purpose: a user's facts with embeddings, provenance, confirmations and replacements, for export. A retirement
+//          the user rejected on review (SUPERSEDES_REJECTED) is exported as a retirement with review 'rejected'.
 // parameters: $user_id (string)
 // example: :param user_id => "alice"
 MATCH (f:Fact {user_id: $user_id})
@@ -7,9 +8,11 @@ RETURN f {.id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .
           .session_id, .embedding} AS fact,
        [(f)-[:FROM]->(m:Message) | m.id] AS source_message_ids,
        [(f)-[c:CONFIRMED_IN]->(s:Session) | {session_id: s.id, at: c.at}] AS confirmations,
-       [(f)-[r:SUPERSEDES|EXPIRES|CONTRADICTS]->(old:Fact) |
-         {relation: CASE type(r) WHEN 'SUPERSEDES' THEN 'supersedes' WHEN 'EXPIRES' THEN 'expires'
-                    ELSE 'contradicts' END,
+       [(f)-[r:SUPERSEDES|EXPIRES|CONTRADICTS|SUPERSEDES_REJECTED]->(old:Fact) |
+         {relation: CASE type(r) WHEN 'EXPIRES' THEN 'expires' WHEN 'CONTRADICTS' THEN 'contradicts'
+                    ELSE 'supersedes' END,
           old_fact_id: old.id, session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason,
-          overtaken: coalesce(r.overtaken, false), recorded_at: r.recorded_at}] AS replacements
+          overtaken: coalesce(r.overtaken, false), recorded_at: r.recorded_at,
+          still_true_probability: r.still_true_probability, flag_bar: r.flag_bar, review: r.review,
+          reviewed_at: r.reviewed_at}] AS replacements
 ORDER BY f.id

@@ -2,8 +2,9 @@
 // purpose: recreate CONFIRMED_IN, SUPERSEDES, EXPIRES and CONTRADICTS edges of a user from an export.
 // parameters: $user_id (string), $confirmations (list of {fact_id, session_id, at}),
 //             $replacements (list of {relation, new_fact_id, old_fact_id, session_id, at, stage, reason,
-//             overtaken, recorded_at}); a recorded_at of null (an export from before links recorded it) leaves
-//             the property out
+//             overtaken, recorded_at, still_true_probability, flag_bar, review, reviewed_at}); a null (an export
+//             from before links recorded it, a link never reviewed) leaves the property out. A retirement with
+//             review 'rejected' is recreated as SUPERSEDES_REJECTED, as review_reject.cypher leaves it.
 // example: see tests/contract/test_store_contract.py (export/import round trip)
 CALL {
   UNWIND $confirmations AS c
@@ -12,12 +13,22 @@ CALL {
   CREATE (f)-[:CONFIRMED_IN {at: c.at}]->(s)
 }
 CALL {
-  UNWIND [r IN $replacements WHERE r.relation = 'supersedes'] AS r
+  UNWIND [r IN $replacements WHERE r.relation = 'supersedes' AND coalesce(r.review, '') <> 'rejected'] AS r
   MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
   MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
   // overtaken is stored only where true (null leaves the property out), as write_overtaken stores it.
   CREATE (new)-[:SUPERSEDES {session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason,
-                             overtaken: CASE WHEN r.overtaken THEN true END, recorded_at: r.recorded_at}]->(old)
+                             overtaken: CASE WHEN r.overtaken THEN true END, recorded_at: r.recorded_at,
+                             still_true_probability: r.still_true_probability, flag_bar: r.flag_bar,
+                             review: r.review, reviewed_at: r.reviewed_at}]->(old)
+}
+CALL {
+  UNWIND [r IN $replacements WHERE r.relation = 'supersedes' AND r.review = 'rejected'] AS r
+  MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
+  MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
+  CREATE (new)-[:SUPERSEDES_REJECTED {session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason,
+                                      recorded_at: r.recorded_at, still_true_probability: r.still_true_probability,
+                                      flag_bar: r.flag_bar, review: r.review, reviewed_at: r.reviewed_at}]->(old)
 }
 CALL {
   UNWIND [r IN $replacements WHERE r.relation = 'expires'] AS r

@@ -64,6 +64,9 @@ class Settings(BaseSettings):
 
     # The one user `lastknown mcp` serves when started without --user (an MCP host's config sets it).
     mcp_user: str | None = None
+    # The review queue's default band (`lastknown review`, the MCP `review` tool): a retirement is listed when stage
+    # 1's P(still true) was within this of its bar (lastknown_graph/domain/review.py).
+    review_band: float = Field(default=0.1, ge=0.0, le=1.0)
 
     @property
     def model_base_url(self) -> str:

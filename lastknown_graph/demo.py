@@ -54,8 +54,18 @@ def _fact(text: str, topic: str, kind: str = "state", inferred: bool = False, ev
 
 
 def scripted_rules() -> list[Rule]:
-    """Canned answers for this demo's two conversations; nothing here is a model's judgement."""
+    """Canned answers for this demo's two conversations (and the README's review example, a nurse whom a weekend of
+    painting made a house painter); nothing here is a model's judgement."""
     return [
+        Rule(purpose="extraction", contains="nurse at St. Mary's", reply=Reply.json({"facts": [
+            _fact("Works as a nurse at St. Mary's", "job")]})),
+        Rule(purpose="extraction", contains="painting the nursery", reply=Reply.json({"facts": [
+            _fact("Works as a house painter", "occupation", inferred=True)]})),
+        Rule(purpose="extraction", contains="second coat", reply=Reply.json({"facts": [
+            _fact("Works as a house painter", "job", inferred=True)]})),
+        Rule(purpose="stage1", contains=["nurse at St. Mary's", "house painter"], reply=still_true(0.3)),
+        Rule(purpose="stage2", contains=["nurse at St. Mary's", "house painter"], reply=Reply.json({
+            "reasoning": "Painting all weekend suggests painting is now her work.", "verdict": "no_longer_true"})),
         Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
             _fact("Lives in Portland", "location"),
             _fact("Does not mind the rain", "weather_attitude"),

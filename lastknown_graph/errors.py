@@ -63,6 +63,19 @@ class UndoConflictError(StoreError):
         self.dependants = dependants
 
 
+class UnknownRetirementError(StoreError):
+    """The user has no such retirement to review: no fact of theirs was retired by that fact (or the ids are not
+    theirs, or it was an overtaken late fact, which is not reviewed). Nothing was changed."""
+
+
+class ReviewDecidedError(StoreError):
+    """The retirement was reviewed already (accepted, or rejected); a decision is not changed. Nothing was changed."""
+
+    def __init__(self, message: str, *, verdict: str) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
+
 class SessionConflictError(InvalidInputError):
     """A session id already written with other messages: writing it again would silently drop this conversation.
 

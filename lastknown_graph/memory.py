@@ -20,6 +20,7 @@ from lastknown_graph.domain.models import (
     WriteOutcome,
 )
 from lastknown_graph.domain.reports import Answer, UsageCounts, UsageReport, WriteReport
+from lastknown_graph.domain.review import DEFAULT_REVIEW_BAND
 from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, MAX_FACT_CHARS, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
@@ -116,13 +117,16 @@ class Memory(MemoryReader):
         user_words_settings: UserWordsSettings | None = None,
         priors: VolatilityPriors | None = None,
         max_conversation_chars: int = MAX_CONVERSATION_CHARS,
+        review_band: float = DEFAULT_REVIEW_BAND,
     ) -> None:
-        """``max_conversation_chars`` bounds one ``write()``'s user turns together (each turn is bounded anyway)."""
+        """``max_conversation_chars`` bounds one ``write()``'s user turns together (each turn is bounded anyway);
+        ``review_band`` is ``review()``'s default band."""
         limit = max_conversation_chars
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInputError(f"max_conversation_chars must be a positive integer, got {limit!r}")
         user = user_argument(user)  # before a default store is opened for it
-        super().__init__(store if store is not None else default_store(), user, embedder=embedder, priors=priors)
+        super().__init__(store if store is not None else default_store(), user, embedder=embedder, priors=priors,
+                         review_band=review_band)
         self.llm = llm
         self.conflict_settings = conflict_settings or ConflictSettings()
         self.premise_settings = premise_settings or PremiseSettings()

@@ -1,4 +1,5 @@
-"""MemoryReader: what is known about one user, from the store alone (no model): reads, search, forgetting and undo.
+"""MemoryReader: what is known about one user, from the store alone (no model): reads, search, forgetting, undo and
+the review queue.
 
 ``Memory`` adds writing and answering on top of one; the CLI's read and delete commands use one directly, so a
 read never needs an LLM endpoint, and the embedder only for search (``find``, ``matching``, ``forget_about``).
@@ -14,12 +15,17 @@ from lastknown_graph.domain.models import (
     DomainTelemetry,
     Fact,
     HistoryEntry,
+    ReviewDecision,
+    ReviewItem,
+    ReviewVerdict,
     ScoredFact,
+    SourceMessage,
     TimelineEvent,
     UndoReport,
     UserExport,
 )
 from lastknown_graph.domain.reports import ForgetReport
+from lastknown_graph.domain.review import DEFAULT_REVIEW_BAND, band_argument, stable_domains
 from lastknown_graph.domain.search import KindArgument, NamesArgument, PeriodArgument, StatusArgument, search_scope
 from lastknown_graph.domain.validation import check_text, normalised_identifier, parse_day
 from lastknown_graph.domain.volatility import VolatilityPriors
@@ -106,12 +112,15 @@ class MemoryReader:
     """One user's memory in ``store``; ``embedder`` only for search (the one the memory was written with)."""
 
     def __init__(
-        self, store: Store, user: str, *, embedder: Embedder | None = None, priors: VolatilityPriors | None = None
+        self, store: Store, user: str, *, embedder: Embedder | None = None, priors: VolatilityPriors | None = None,
+        review_band: float = DEFAULT_REVIEW_BAND,
     ) -> None:
+        """``review_band`` is ``review()``'s default band (``LASTKNOWN_REVIEW_BAND`` in the CLI and the MCP server)."""
         self.user = user_argument(user)
         self.store = store
         self.embedder = embedder
         self.priors = priors or VolatilityPriors()
+        self.review_band = band_argument(review_band)
 
     # ------------------------------------------------------------------ the state
 
@@ -276,3 +285,53 @@ class MemoryReader:
         if dry_run:
             return self.store.plan_undo(self.user, session)
         return self.store.undo_session(self.user, session, cascade=cascade)
+
+    # ------------------------------------------------------------------ reviewing retirements
+
+    def review(self, band: float | None = None) -> list[ReviewItem]:
+        """Retirements decided with little margin, not yet reviewed, oldest first (docs/graph-model.md, "Review").
+
+        A retirement is listed when stage 1's P(still true) was within ``band`` (default ``review_band``, 0.1) of the
+        bar it was compared with, when a model decided it for a new fact the user only implied (inferred), or when
+        accumulated evidence retired a fact of a stable domain (volatility at most 0.5 in this reader's priors, or no
+        domain). Each item holds both facts, the stage and reason, the probability and bar, why it is doubtful, and
+        the user's turns behind the new fact (and behind the disputes that added up). Reading it changes nothing.
+        """
+        chosen = self.review_band if band is None else band_argument(band)
+        items = self.store.review_queue(self.user, chosen, stable_domains(self.priors))
+        if not items:
+            return []
+        wanted = {fact_id for item in items for fact_id in (item.new.id, *item.disputed_by)}
+        by_fact: dict[str, list[SourceMessage]] = {}
+        for message in self.store.source_messages(self.user, wanted):
+            by_fact.setdefault(message.fact_id, []).append(message)
+        return [
+            item.model_copy(update={"evidence": tuple(sorted(
+                (m for fact_id in (item.new.id, *item.disputed_by) for m in by_fact.get(fact_id, [])),
+                key=lambda m: (m.day, m.session_id, m.index, m.fact_id),
+            ))})
+            for item in items
+        ]
+
+    def review_decide(self, retirement: str | tuple[str, str], *, keep_old: bool) -> ReviewDecision:
+        """Decide one retirement, in one transaction: ``keep_old=True`` rejects it (the old fact is current again with
+        no end, and a new fact saying the same never retires it again), ``keep_old=False`` accepts it (it stays, and
+        leaves the queue).
+
+        ``retirement`` is a queue item's ``retirement_id`` (the retired fact's id) or the pair ``(new_fact_id,
+        old_fact_id)``; any retirement of the user may be decided, listed or not, except a late fact stored as
+        overtaken. Raises ``UnknownRetirementError`` (no such retirement), ``ReviewDecidedError`` (decided already),
+        ``InvalidInputError`` (malformed arguments, or a fact retired by several facts named without the pair), and
+        changes nothing then.
+        """
+        if not isinstance(keep_old, bool):
+            raise InvalidInputError(f"keep_old must be True or False, got {keep_old!r}")
+        if isinstance(retirement, tuple):
+            if len(retirement) != 2:
+                raise InvalidInputError(f"a retirement pair is (new fact id, old fact id), got {retirement!r}")
+            new_fact_id: str | None = id_argument(retirement[0], "new fact id")
+            old_fact_id = id_argument(retirement[1], "old fact id")
+        else:
+            new_fact_id, old_fact_id = None, id_argument(retirement, "retirement id")
+        verdict = ReviewVerdict.REJECTED if keep_old else ReviewVerdict.ACCEPTED
+        return self.store.decide_review(self.user, old_fact_id, new_fact_id, verdict, datetime.now(UTC))

@@ -90,8 +90,11 @@ class SessionBuilder:
         sources = (self.say(text),) if text else ()
         self.confirmations.append(Confirmation(fact_id=fact_id, source_message_ids=sources))
 
-    def retire(self, old: str, new: str, reason: str = "contradicted", stage: str = "stage2") -> None:
-        self.retirements.append(Retirement(old_fact_id=old, new_fact_id=new, stage=stage, reason=reason))
+    def retire(self, old: str, new: str, reason: str = "contradicted", stage: str = "stage2",
+               probability: float | None = None, bar: float | None = None) -> None:
+        """``probability`` and ``bar``: stage 1's P(old still true) and the bar it was compared with."""
+        self.retirements.append(Retirement(old_fact_id=old, new_fact_id=new, stage=stage, reason=reason,
+                                           still_true_probability=probability, flag_bar=bar))
 
     def expire(self, old: str, new: str) -> None:
         self.expiries.append(Expiry(old_fact_id=old, new_fact_id=new))

@@ -205,7 +205,8 @@ class ReferenceStore:
             memory.links.append(ExportedReplacement(
                 relation="supersedes", new_fact_id=retirement.new_fact_id, old_fact_id=retirement.old_fact_id,
                 session_id=session.id, at=day, stage=retirement.stage, reason=retirement.reason,
-                recorded_at=change.recorded_at,
+                recorded_at=change.recorded_at, still_true_probability=retirement.still_true_probability,
+                flag_bar=retirement.flag_bar,
             ))
         for expiry in change.expiries:
             self._end(memory, expiry.old_fact_id, FactStatus.EXPIRED, day)

@@ -24,6 +24,8 @@ from lastknown_graph.cli.commands import (
     run_forget_about,
     run_history,
     run_import,
+    run_review,
+    run_review_decide,
     run_stats,
     run_timeline,
     run_undo,
@@ -64,6 +66,8 @@ exit codes:
   8  a session id already written with other messages; nothing was stored
   9  undo refused: later sessions built on the session (--dry-run lists them, --cascade undoes them too)
   10 unknown session: never written, or undone already; nothing was changed
+  11 unknown retirement: the user has no such retirement to review; nothing was changed
+  12 the retirement was reviewed already (accepted or rejected); nothing was changed
 """
 
 ENVIRONMENT = """\
@@ -74,6 +78,7 @@ environment:
   LASTKNOWN_BASE_URL, LASTKNOWN_MODEL, LASTKNOWN_API_KEY   the LLM (write, ask)
   LASTKNOWN_EMBEDDER          local (default) or api; LASTKNOWN_EMBED_MODEL, LASTKNOWN_EMBED_BASE_URL
   LASTKNOWN_MCP_USER          the user 'lastknown mcp' serves without --user
+  LASTKNOWN_REVIEW_BAND       the review queue's default band (0.1)
 """
 
 MAIN_EXAMPLES = """\
@@ -216,6 +221,27 @@ lastknown undo --user alice s-feb --cascade --json
     undo.add_argument("--dry-run", action="store_true", help="only say what the undo would change")
     undo.add_argument("--cascade", action="store_true",
                       help="also undo the later sessions that built on it, newest first (else they refuse the undo)")
+
+    review = _command(
+        commands, common, "review", "retirements decided with little margin, with both facts and the evidence", """
+lastknown review --user alice
+lastknown review --user alice --band 0.2 --json
+""", run_review)
+    review.add_argument("--band", type=float, default=None,
+                        help="how close to its bar stage 1's P(still true) counts as doubtful (default "
+                             "LASTKNOWN_REVIEW_BAND, 0.1)")
+
+    decide = _command(
+        commands, common, "review-decide", "accept a retirement, or reject it and keep the old fact", """
+lastknown review-decide --user alice fact-5b2e9a --keep-old    # the old fact is current again, never retired again
+lastknown review-decide --user alice fact-5b2e9a --accept      # the retirement stands and leaves the queue
+lastknown review-decide --user alice fact-5b2e9a --new-fact fact-77c1d0 --accept --json
+""", run_review_decide)
+    decide.add_argument("retirement", metavar="RETIREMENT_ID", help="the retired fact's id (`lastknown review`)")
+    decide.add_argument("--new-fact", metavar="FACT_ID", help="the fact that retired it (to name the pair)")
+    verdict = decide.add_mutually_exclusive_group(required=True)
+    verdict.add_argument("--keep-old", action="store_true", help="reject the retirement: the old fact stays true")
+    verdict.add_argument("--accept", action="store_true", help="accept the retirement")
 
     _command(commands, common, "history", "every fact, oldest first, with what replaced it", """
 lastknown history --user alice

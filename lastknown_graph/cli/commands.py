@@ -21,6 +21,8 @@ from lastknown_graph.cli.render import (
     facts_text,
     forget_text,
     history_text,
+    review_decision_text,
+    review_text,
     scored_text,
     table_text,
     timeline_text,
@@ -228,6 +230,25 @@ def run_undo(args: argparse.Namespace, rt: Runtime) -> int:
         raise CLIError(f"later sessions built on {session}: {', '.join(exc.dependants)}; nothing was changed "
                        "(--dry-run says how; --cascade undoes them too, newest first)", EXIT_UNDO_REFUSED) from exc
     emit(rt.options, {"user": user, **report.model_dump(mode="json")}, undo_text(report))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------- review
+
+
+def run_review(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    items = rt.reader(user).review(band=args.band)
+    emit(rt.options, {"user": user, "queue": [item.model_dump(mode="json") for item in items]}, review_text(items))
+    return EXIT_OK
+
+
+def run_review_decide(args: argparse.Namespace, rt: Runtime) -> int:
+    user = rt.user()
+    retirement: str | tuple[str, str] = (args.retirement if args.new_fact is None
+                                         else (args.new_fact, args.retirement))
+    decision = rt.reader(user).review_decide(retirement, keep_old=args.keep_old)
+    emit(rt.options, decision.model_dump(mode="json"), review_decision_text(decision))
     return EXIT_OK
 
 

@@ -51,7 +51,8 @@ def run_mcp(args: argparse.Namespace, rt: Runtime) -> int:
     rt.store()  # a store that cannot be opened fails the start, not every call
     # A host's config passes arguments without a shell, so "~" is expanded here.
     spool_dir = Path(args.spool_dir).expanduser() if args.spool_dir is not None else None
-    service = MemoryService(rt, UserPolicy(user), redact=rt.redact, spool_dir=spool_dir)
+    service = MemoryService(rt, UserPolicy(user), redact=rt.redact, spool_dir=spool_dir,
+                            review_band=load_settings().review_band)
     if service.writer.replayed:
         note(f"writing {len(service.writer.replayed)} background writes left in {spool_dir} first")
     server = build_server(service)

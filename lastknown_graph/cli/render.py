@@ -10,6 +10,9 @@ from lastknown_graph.domain.models import (
     DependencyKind,
     Fact,
     HistoryEntry,
+    ReviewDecision,
+    ReviewItem,
+    ReviewReason,
     ScoredFact,
     TimelineEvent,
     UndoDependency,
@@ -164,3 +167,34 @@ def undo_text(report: UndoReport) -> str:
     if report.dry_run and report.dependants:
         lines.append("undoing it needs --cascade, which undoes the later sessions too, newest first")
     return "\n".join(lines)
+
+
+_DOUBT_TEXT = {
+    ReviewReason.NEAR_BAR: "stage 1 was near its bar",
+    ReviewReason.INFERRED_ONLY: "the new fact is only inferred",
+    ReviewReason.EVIDENCE_AGAINST_STABLE: "accumulated evidence against a stable fact",
+}
+
+
+def review_text(items: list[ReviewItem]) -> str:
+    if not items:
+        return "nothing to review"
+    lines = []
+    for item in items:
+        margin = ("" if item.still_true_probability is None or item.flag_bar is None
+                  else f", P(still true) {item.still_true_probability:.2f} vs bar {item.flag_bar:.2f}")
+        lines.append(f"{item.retirement_id}  {item.at.isoformat()} {item.session_id}: "
+                     f"{'; '.join(_DOUBT_TEXT[d] for d in item.doubts)}")
+        lines.append(f"  retired  {item.old.text}")
+        lines.append(f"  by       {item.new.text}{'  (inferred)' if item.new.inferred else ''}  ({item.new.id})")
+        lines.append(f"  why      {item.stage}: {item.reason}{margin}")
+        lines += [f"  said     {m.day.isoformat()} {m.session_id}: {m.text}" for m in item.evidence]
+    lines.append("decide: lastknown review-decide RETIREMENT_ID --keep-old | --accept")
+    return "\n".join(lines)
+
+
+def review_decision_text(decision: ReviewDecision) -> str:
+    if decision.restored:
+        return (f"rejected: fact {decision.retirement_id} is current again, and {decision.new_fact_id} will not "
+                "retire it again")
+    return f"accepted: the retirement of {decision.retirement_id} by {decision.new_fact_id} stands"

@@ -20,9 +20,11 @@ from lastknown_graph.embedders import APIEmbedder, Embedder, EmbedderError, Loca
 from lastknown_graph.errors import (
     InvalidInputError,
     LastknownError,
+    ReviewDecidedError,
     SessionConflictError,
     StoreUnavailableError,
     UndoConflictError,
+    UnknownRetirementError,
     UnknownSessionError,
     UnknownUserError,
 )
@@ -42,6 +44,8 @@ EXIT_NOT_CONFIRMED = 7  # a deletion was not confirmed; nothing was deleted
 EXIT_SESSION_CONFLICT = 8  # a session id already written with other messages; nothing was stored
 EXIT_UNDO_REFUSED = 9  # later sessions built on the session to undo and --cascade was not given; nothing was changed
 EXIT_UNKNOWN_SESSION = 10  # the user has no such session (never written, or undone already); nothing was changed
+EXIT_UNKNOWN_RETIREMENT = 11  # the user has no such retirement to review; nothing was changed
+EXIT_REVIEW_DECIDED = 12  # the retirement was reviewed already; nothing was changed
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 EXIT_BROKEN_PIPE = 141  # stdout was closed early (| head), as shells report SIGPIPE
 
@@ -72,6 +76,10 @@ def exit_code_for(exc: BaseException) -> int | None:
         return EXIT_UNDO_REFUSED
     if isinstance(exc, UnknownSessionError):
         return EXIT_UNKNOWN_SESSION
+    if isinstance(exc, UnknownRetirementError):
+        return EXIT_UNKNOWN_RETIREMENT
+    if isinstance(exc, ReviewDecidedError):
+        return EXIT_REVIEW_DECIDED
     if isinstance(exc, StoreUnavailableError):
         return EXIT_STORE_UNAVAILABLE
     if isinstance(exc, LLMOutputError):
@@ -222,7 +230,8 @@ class Runtime:
 
     def reader(self, user: str, *, search: bool = False) -> MemoryReader:
         """``user``'s memory for reading and forgetting, after checking it exists; ``search``: with the embedder."""
-        return MemoryReader(self.store_with_user(user), user, embedder=self.embedder() if search else None)
+        return MemoryReader(self.store_with_user(user), user, embedder=self.embedder() if search else None,
+                            review_band=load_settings().review_band)
 
     # ------------------------------------------------------------------ output
 

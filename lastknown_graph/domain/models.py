@@ -8,7 +8,9 @@ The graph (see docs/graph-model.md):
 - ``(:Fact {...})`` and ``(:User)-[:KNOWS]->(:Fact)``
 - ``(fact)-[:FROM]->(message)``: provenance, also for the messages that confirmed it
 - ``(fact)-[:CONFIRMED_IN {at}]->(session)``: a repetition in a later session
-- ``(new)-[:SUPERSEDES {session_id, at, stage, reason, recorded_at}]->(old)``: a retirement and its cause
+- ``(new)-[:SUPERSEDES {session_id, at, stage, reason, recorded_at, still_true_probability, flag_bar, review,
+  reviewed_at}]->(old)``: a retirement, its cause, the margin it was decided with and the user's review of it
+- ``(new)-[:SUPERSEDES_REJECTED {...the same}]->(old)``: a retirement the user rejected on review (old is current)
 - ``(new)-[:EXPIRES {session_id, at, recorded_at}]->(old)``: a newer passing moment replaced an older one
 
 ``at`` is a session's date (when something became or stopped being true); ``recorded_at`` the wall-clock time of
@@ -145,13 +147,23 @@ class Confirmation(Frozen):
     source_message_ids: tuple[NodeId, ...] = ()
 
 
+Probability = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
 class Retirement(Frozen):
-    """``new`` makes ``old`` no longer true; recorded as ``(new)-[:SUPERSEDES]->(old)``."""
+    """``new`` makes ``old`` no longer true; recorded as ``(new)-[:SUPERSEDES]->(old)``.
+
+    ``still_true_probability`` is stage 1's P(old still true) and ``flag_bar`` the bar it was compared with (the
+    old fact's domain's, or the settings'): the margin the review queue reads. Both None where stage 1 did not run
+    (a server without logprobs, a correction).
+    """
 
     old_fact_id: NodeId
     new_fact_id: NodeId
     stage: Label
     reason: Text = Field(max_length=2000)
+    still_true_probability: Probability | None = None
+    flag_bar: Probability | None = None
 
 
 class Overtaken(Frozen):
@@ -436,6 +448,73 @@ class TimelineEvent(Frozen):
     reason: str | None = None
 
 
+class ReviewVerdict(StrEnum):
+    """The user's decision on a retirement in the review queue."""
+
+    ACCEPTED = "accepted"  # the retirement stands; it leaves the queue
+    REJECTED = "rejected"  # the old fact is current again, and the pair is never retired again
+
+
+class ReviewReason(StrEnum):
+    """Why a retirement was decided with little margin (docs/graph-model.md, "Review")."""
+
+    NEAR_BAR = "near_bar"  # stage 1's P(still true) within the band of the bar it was compared with
+    INFERRED_ONLY = "inferred_only"  # a model verdict for a new fact the user only implied (inferred)
+    EVIDENCE_AGAINST_STABLE = "evidence_against_stable"  # accumulated disputes retired a fact of a stable domain
+
+
+class ReviewFact(Frozen):
+    id: NodeId
+    text: str
+    topic: str
+    domain: str | None
+    inferred: bool
+    status: FactStatus
+    session_id: SessionId
+
+
+class ReviewItem(Frozen):
+    """A retirement in the review queue: both facts, why it was retired, and why it is doubtful.
+
+    ``retirement_id`` is the retired fact's id: a write retires only current facts, so a fact is retired once.
+    ``evidence`` holds the user's turns behind the new fact (and, for ``evidence`` retirements, behind the disputes
+    that added up), oldest first.
+    """
+
+    retirement_id: NodeId
+    old: ReviewFact
+    new: ReviewFact
+    session_id: SessionId
+    at: date
+    stage: str
+    reason: str
+    still_true_probability: float | None
+    flag_bar: float | None
+    recorded_at: UtcDatetime | None
+    doubts: tuple[ReviewReason, ...]
+    disputed_by: tuple[NodeId, ...] = ()  # the disputed facts counted as evidence against the old fact
+    evidence: tuple[SourceMessage, ...] = ()
+
+
+class ReviewDecision(Frozen):
+    """What ``review_decide`` did."""
+
+    user_id: UserId
+    retirement_id: NodeId
+    new_fact_id: NodeId
+    verdict: ReviewVerdict
+    reviewed_at: UtcDatetime
+    restored: bool  # the old fact is current again (a rejection)
+
+
+class RejectedPair(Frozen):
+    """A retirement the user rejected: a new fact saying ``new_text`` never retires ``old_fact_id`` again."""
+
+    old_fact_id: NodeId
+    new_fact_id: NodeId
+    new_text: str
+
+
 class DeletionReport(Frozen):
     deleted_fact_ids: tuple[NodeId, ...]
     redacted_message_ids: tuple[NodeId, ...]
@@ -569,6 +648,26 @@ class ExportedReplacement(Frozen):
     # The wall-clock time of the write that made the link; None: written before links recorded it, when it was the
     # time of the fact written with it (store/belief_time.py).
     recorded_at: UtcDatetime | None = None
+    # A retirement's margin (Retirement); None for other links, and for retirements written before it was kept.
+    still_true_probability: Probability | None = None
+    flag_bar: Probability | None = None
+    # The user's review of a retirement (docs/graph-model.md, "Review"): accepted, or rejected (the old fact is current
+    # again and the link no longer ends it); None: not reviewed. ``reviewed_at`` is when.
+    review: ReviewVerdict | None = None
+    reviewed_at: UtcDatetime | None = None
+
+    @property
+    def ends_old_fact(self) -> bool:
+        """Whether the link ends its old fact: a retirement or expiry, unless the user rejected it."""
+        return self.relation in ("supersedes", "expires") and self.review is not ReviewVerdict.REJECTED
+
+    @model_validator(mode="after")
+    def _review_of_a_retirement(self) -> Self:
+        if self.review is not None and (self.relation != "supersedes" or self.overtaken):
+            raise ValueError(f"only a retirement is reviewed, not this {self.relation} link")
+        if (self.review is None) != (self.reviewed_at is None):
+            raise ValueError("review and reviewed_at go together")
+        return self
 
 
 def _cycles(edges: dict[str, list[str]]) -> list[list[str]]:
@@ -657,7 +756,7 @@ class UserExport(Frozen):
                                 f"{fact.session_id}")
         replaced: dict[str, list[str]] = {}
         for link in self.replacements:
-            if link.relation == "contradicts":
+            if not link.ends_old_fact:
                 continue
             if status_of.get(link.old_fact_id) in (FactStatus.CURRENT, FactStatus.DISPUTED):
                 problems.append(f"fact {link.old_fact_id} is {link.relation}d by {link.new_fact_id} but marked "

@@ -11,3 +11,5 @@ class Stage(StrEnum):
     EVIDENCE = "evidence"  # enough inferred contradictions retired a well-confirmed fact
     RESISTED = "resisted"  # a well-confirmed fact held against one inferred contradiction
     CORRECTION = "correction"  # the user said the fact is wrong or outdated: no model was asked
+    # the user rejected this pair's retirement on review (Memory.review_decide): kept, and no model was asked
+    REVIEWED = "reviewed"

@@ -12,7 +12,15 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from lastknown_graph.domain.models import Fact, FactKind, FactStatus, ScoredFact, TimelineEvent
+from lastknown_graph.domain.models import (
+    Fact,
+    FactKind,
+    FactStatus,
+    ReviewDecision,
+    ReviewItem,
+    ScoredFact,
+    TimelineEvent,
+)
 from lastknown_graph.domain.reports import ForgetReport, WriteReport
 
 UserArgument = Annotated[str | None, Field(
@@ -112,6 +120,17 @@ class AsOfResult(BaseModel):
     date: date
     known_at: datetime | None = Field(default=None, description="The moment the memory was read as of, if given.")
     facts: list[Fact] = Field(description="What was true about the user on that date.")
+
+
+class ReviewResult(BaseModel):
+    user: str
+    queue: list[ReviewItem] = Field(description="Retirements decided with little margin, oldest first, with both "
+                                                "facts, why each is doubtful and the user's words behind it.")
+
+
+class ReviewDecisionResult(BaseModel):
+    user: str
+    decision: ReviewDecision
 
 
 class ForgetResult(BaseModel):

@@ -36,6 +36,8 @@ from lastknown_graph.mcp.schemas import (
     PeriodFilter,
     PremiseNotesResult,
     RememberResult,
+    ReviewDecisionResult,
+    ReviewResult,
     SearchFilters,
     SessionArgument,
     StatusFilter,
@@ -54,10 +56,13 @@ Before answering: put `context` into the system prompt, and call `premise_notes`
 when the message assumes something that is no longer true). After a conversation: `remember` it, with
 background: true so the answer does not wait. When the user says a remembered fact is wrong ("I never lived in
 Austin"): `correct` it, with their words as the statement. `forget` / `forget_about` delete for good and need
-confirm: true."""
+confirm: true. `review` lists retirements decided with little margin: show them to the user, and record their
+answer with `review_decide`."""
 
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# A decision is recorded once: the same call again is refused (ReviewDecidedError), so it is not idempotent.
+DECIDES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 DELETES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 ResultT = TypeVar("ResultT")
@@ -149,6 +154,26 @@ def build_server(service: MemoryService) -> MCPServer:
         """Correct a fact the user says is wrong: retire it with their words as the reason, or forget it."""
         return answer(lambda: service.correct(user, statement, fact_id, matching, action, confirm))
 
+    def review(
+        band: Annotated[float | None, Field(ge=0, le=1, description="How close to its bar stage 1's P(still true) "
+                                                                    "counts as doubtful (default 0.1).")] = None,
+        user: UserArgument = user_default,
+    ) -> ReviewResult:
+        """Retirements the checks decided with little margin, for the user to confirm or undo: both facts, the
+        reason, why it is doubtful and the user's words behind it. Show them to the user; do not decide for them."""
+        return answer(lambda: service.review(user, band))
+
+    def review_decide(
+        retirement_id: Annotated[str, Field(description="The retired fact's id (retirement_id from review).")],
+        keep_old: Annotated[bool, Field(description="true: the user says the old fact still holds (it is current "
+                                                    "again, and never retired by the same fact again); false: the "
+                                                    "retirement was right.")],
+        new_fact_id: Annotated[str | None, Field(description="The fact that retired it, to name the pair.")] = None,
+        user: UserArgument = user_default,
+    ) -> ReviewDecisionResult:
+        """Record the user's decision on a retirement from review."""
+        return answer(lambda: service.review_decide(user, retirement_id, new_fact_id, keep_old))
+
     def forget(
         fact_ids: Annotated[list[str], Field(min_length=1, description="Ids of the facts to delete.")],
         confirm: Confirm = False, user: UserArgument = user_default,
@@ -168,8 +193,8 @@ def build_server(service: MemoryService) -> MCPServer:
         return answer(lambda: service.forget_about(user, query, threshold, confirm))
 
     for tool, hints in ((remember, WRITES), (remember_status, READS), (context, READS), (premise_notes, READS),
-                        (find, READS), (timeline, READS), (as_of, READS), (correct, WRITES), (forget, DELETES),
-                        (forget_about, DELETES)):
+                        (find, READS), (timeline, READS), (as_of, READS), (correct, WRITES), (review, READS),
+                        (review_decide, DECIDES), (forget, DELETES), (forget_about, DELETES)):
         server.add_tool(tool, annotations=hints)
     _add_resources(server, service)
     return server

@@ -19,6 +19,7 @@ from typing import Protocol
 from lastknown_graph.background import BackgroundWriter
 from lastknown_graph.domain.models import Fact
 from lastknown_graph.domain.reports import JobState, JobStatus
+from lastknown_graph.domain.review import DEFAULT_REVIEW_BAND
 from lastknown_graph.domain.search import search_scope
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, LastknownError, error_line
@@ -33,6 +34,8 @@ from lastknown_graph.mcp.schemas import (
     ForgetResult,
     PremiseNotesResult,
     RememberResult,
+    ReviewDecisionResult,
+    ReviewResult,
     SearchFilters,
     TimelineResult,
     WriteStatus,
@@ -94,9 +97,10 @@ def _unchanged(text: str) -> str:
 class MemoryService:
     def __init__(
         self, backend: Backend, users: UserPolicy, *, redact: Callable[[str], str] = _unchanged,
-        spool_dir: str | os.PathLike[str] | None = None,
+        spool_dir: str | os.PathLike[str] | None = None, review_band: float = DEFAULT_REVIEW_BAND,
     ) -> None:
-        """``redact`` cleans what a client is told of an error (the CLI's takes the Neo4j password out).
+        """``redact`` cleans what a client is told of an error (the CLI's takes the Neo4j password out);
+        ``review_band`` is the ``review`` tool's default band.
 
         Background writes go to a ``BackgroundWriter`` made here, with ``spool_dir`` when given: it first writes
         what a previous server left in that directory.
@@ -105,6 +109,7 @@ class MemoryService:
         self._opening = threading.Lock()  # tools run on worker threads; each backend part is opened once
         self._redact = redact
         self.users = users
+        self.review_band = review_band
         self.writer = BackgroundWriter(self._memory, spool_dir=spool_dir)
 
     def error_text(self, exc: Exception) -> str:
@@ -131,7 +136,8 @@ class MemoryService:
         return Memory(llm, embedder, user=user, store=store)
 
     def _reader(self, user: str, *, search: bool = False) -> MemoryReader:
-        return MemoryReader(self._store(), user, embedder=self._embedder() if search else None)
+        return MemoryReader(self._store(), user, embedder=self._embedder() if search else None,
+                            review_band=self.review_band)
 
     # ------------------------------------------------------------------ writing
 
@@ -224,6 +230,18 @@ class MemoryService:
     def as_of(self, user: str | None, day: date, known_at: datetime | None = None) -> AsOfResult:
         who = self.users.user_for(user)
         return AsOfResult(user=who, date=day, known_at=known_at, facts=self._reader(who).as_of(day, known_at=known_at))
+
+    # ------------------------------------------------------------------ reviewing retirements
+
+    def review(self, user: str | None, band: float | None) -> ReviewResult:
+        who = self.users.user_for(user)
+        return ReviewResult(user=who, queue=self._reader(who).review(band=band))
+
+    def review_decide(self, user: str | None, retirement_id: str, new_fact_id: str | None,
+                      keep_old: bool) -> ReviewDecisionResult:
+        who = self.users.user_for(user)
+        retirement: str | tuple[str, str] = retirement_id if new_fact_id is None else (new_fact_id, retirement_id)
+        return ReviewDecisionResult(user=who, decision=self._reader(who).review_decide(retirement, keep_old=keep_old))
 
     # ------------------------------------------------------------------ forgetting
 

@@ -73,6 +73,7 @@ class PairDecision:
     stage: Stage
     still_true_probability: float | None  # None: no stage 1 (the server gives no logprobs)
     reason: str
+    flag_bar: float | None = None  # the bar stage 1's probability was compared with; None: no stage 1
 
 
 def domain_candidate_budget(priors: VolatilityPriors, domain: str | None) -> int:
@@ -164,13 +165,15 @@ def judge_pair(
     (``ConflictSettings.unreasoned_keep_overruled_below``).
     """
     probability: float | None = None
+    bar: float | None = None
     if llm.capabilities().logprobs:
         probability = 1.0 - llm.yes_probability(
             outdated_messages(earlier.text, earlier.valid_from, later_text, later_day),
             purpose="stage1", meter=meter,
         )
-        if probability >= flag_bar(settings, earlier_volatility):
-            return PairDecision(False, Stage.STAGE1, probability, "stage 1: earlier fact still true")
+        bar = flag_bar(settings, earlier_volatility)
+        if probability >= bar:
+            return PairDecision(False, Stage.STAGE1, probability, "stage 1: earlier fact still true", bar)
     verdict = llm.structured(
         conflict_verdict_messages(earlier.text, earlier.valid_from, later_text, later_day, later_evidence),
         ConflictVerdict,
@@ -184,5 +187,6 @@ def judge_pair(
     if overruled and probability is not None:
         return PairDecision(True, Stage.STAGE1_CONFIDENT, probability,
                             f"stage 1: P(still true) {probability:.2f}; stage 2's reason only restated the question "
-                            f"({reasoning})")
-    return PairDecision(verdict.verdict == "no_longer_true", Stage.STAGE2, probability, reasoning)
+                            f"({reasoning})", bar)
+    return PairDecision(verdict.verdict == "no_longer_true", Stage.STAGE2, probability, reasoning,
+                        bar if probability is not None else None)

@@ -66,11 +66,14 @@ class Confirm:
 @dataclass(frozen=True)
 class Retire:
     entry: RetiredFact
+    # The bar stage 1's probability was compared with, stored beside it for the review queue; None: no stage 1.
+    flag_bar: float | None = None
 
     def change(self) -> StoreChange | None:
         e = self.entry
         return Retirement(old_fact_id=e.old_fact_id, new_fact_id=e.new_fact_id, stage=e.stage,
-                          reason=e.reason or "no longer true")
+                          reason=e.reason or "no longer true", still_true_probability=e.still_true_probability,
+                          flag_bar=self.flag_bar if e.still_true_probability is not None else None)
 
 
 @dataclass(frozen=True)

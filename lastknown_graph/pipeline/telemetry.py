@@ -25,7 +25,7 @@ def domain_telemetry(export: UserExport) -> list[DomainTelemetry]:
             counts[check.domain]["flagged_at_stage1"] += check.flagged
     for link in export.replacements:
         domain = domain_of[link.old_fact_id]
-        if link.relation == "supersedes":
+        if link.relation == "supersedes" and link.ends_old_fact:  # a retirement rejected on review is none
             counts[domain]["retired_by_evidence" if link.stage == Stage.EVIDENCE else "retired_at_stage2"] += 1
         elif link.relation == "contradicts":
             counts[domain]["evidence_logged"] += 1

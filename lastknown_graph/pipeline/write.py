@@ -243,6 +243,12 @@ class _Planner:
     checks: dict[str, list[int]] = field(default_factory=dict)  # checked fact's domain -> [checks, at stage 2]
     retired: int = 0
     touched: set[str] = field(default_factory=set)  # facts this write already confirmed, retired or expired
+    # (old fact id, the new fact's words normalised) of each retirement the user rejected on review: a new fact saying
+    # the same never retires that fact again, and the model is not asked.
+    rejected: frozenset[tuple[str, str]] = frozenset()
+
+    def was_rejected(self, earlier: Fact, later_text: str) -> bool:
+        return (earlier.id, normalised(later_text)) in self.rejected
 
     def check_pair(self, earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
         """Is ``earlier`` still true once ``later_text`` holds? Asked of the model once per write, counted per plan."""
@@ -297,7 +303,7 @@ class _Planner:
             earlier = candidates[index].fact
             if earlier.id in self.touched or moment_expires(new.kind, new.topic, earlier):
                 continue
-            if new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
+            if new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT or self.was_rejected(earlier, new.text):
                 continue
             certain.append(earlier)
             if self._could_resist(new, earlier):
@@ -346,7 +352,8 @@ class _Planner:
             return repeated
         near = next((c for c in candidates
                      if c.fact.kind is FactKind.STATE and is_near_repetition(fact.topic, c, self.settings)), None)
-        if near is None:
+        if near is None or self.was_rejected(near.fact, fact.text):
+            # A rejected pair is not asked again: the fact is added beside the one the user kept.
             return None
         decided[near.fact.id] = self.check_pair(near.fact, fact.text, self.day, words)
         return None if decided[near.fact.id].retire else near
@@ -370,6 +377,13 @@ class _Planner:
                                                          new_fact_id=new.id, new_text=new.text)))
                 continue
             if new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
+                continue
+            if self.was_rejected(earlier, new.text):
+                self.decisions.append(Keep(KeptFact(
+                    fact_id=earlier.id, text=earlier.text, against=new.text, stage=Stage.REVIEWED,
+                    still_true_probability=None,
+                    reason="the user rejected this retirement on review: the pair is not judged again",
+                )))
                 continue
             decision = decided.get(earlier.id) or self.check_pair(earlier, new.text, self.day, words)
             needed = evidence_needed(len(earlier.confirmed_in), self.priors.of(earlier.domain))
@@ -408,7 +422,7 @@ class _Planner:
                     old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id, new_text=new.text,
                     stage=Stage.EVIDENCE if by_evidence else decision.stage, reason=decision.reason,
                     still_true_probability=decision.still_true_probability,
-                )))
+                ), flag_bar=decision.flag_bar))
             else:
                 self.decisions.append(Keep(KeptFact(
                     fact_id=earlier.id, text=earlier.text, against=new.text, stage=decision.stage,
@@ -488,10 +502,13 @@ def plan_write(
     ]
     found_per_fact: list[ProbeCandidates] = []
     current_count = 0
+    rejected: frozenset[tuple[str, str]] = frozenset()
     if probes:
         with tracing.span(tracing.CANDIDATES, {"lastknown.candidates.probes": len(probes)}) as current:
             found_per_fact = store.conflict_candidates(user_id, probes)
             current_count = len(store.current_facts(user_id))
+            rejected = frozenset((pair.old_fact_id, normalised(pair.new_text))
+                                 for pair in store.rejected_retirements(user_id))
             current.set_attributes({
                 "lastknown.candidates.on_topic": sum(len(found.on_topic) for found in found_per_fact),
                 "lastknown.candidates.nearest": sum(len(found.nearest) for found in found_per_fact),
@@ -502,7 +519,7 @@ def plan_write(
         llm=llm, store=store, settings=settings, priors=priors, meter=meter, memo=memo, user_id=user_id,
         session_id=session_id, day=day, user_messages=user_messages, messages=messages,
         recorded_at=datetime.now(UTC), decisions=decisions, retirement_allowance=allowance,
-        concurrency=concurrency_of(llm),
+        concurrency=concurrency_of(llm), rejected=rejected,
     )
     for (fact, evidence), embedding, found_for_fact in zip(usable, embeddings, found_per_fact, strict=True):
         planner.plan_fact(fact, evidence, embedding, found_for_fact)

@@ -10,6 +10,9 @@ Undo and forgetting remove history: what they removed is absent at every moment,
 (a fact retired by a session that was undone is current at every moment; a forgotten fact never existed). A fact
 that a forgotten one had replaced stays retired, at every moment after it was recorded: forgetting never revives.
 
+A review decision records its time too (``reviewed_at``): before it, the retirement was undecided, so a retirement
+rejected later still ends its fact at every moment between its write and the rejection.
+
 What was written before these times were recorded reads as follows: a link without ``recorded_at`` was written by
 the write that stated its replacing fact (for an overtaken link: its overtaken fact), which is when every earlier
 version wrote its links; a session without ``recorded_at`` was written when the facts it stated were; a session
@@ -28,6 +31,7 @@ from lastknown_graph.domain.models import (
     FactStatus,
     HistoryEntry,
     ReplacementLink,
+    ReviewVerdict,
     UserExport,
 )
 from lastknown_graph.errors import UnknownUserError
@@ -68,8 +72,8 @@ def memory_known_at(export: UserExport, known_at: datetime) -> UserExport:
                                + (f": its first session was written at {first.isoformat()}" if first else ""))
     session_ids = {s.id for s in sessions}
     known = {f.id for f in export.facts if f.recorded_at <= moment}
-    links = [link for link in export.replacements if link.new_fact_id in known and link.old_fact_id in known
-             and link_recorded_at(link, facts) <= moment]
+    links = [_as_reviewed_by(link, moment) for link in export.replacements
+             if link.new_fact_id in known and link.old_fact_id in known and link_recorded_at(link, facts) <= moment]
     messages = [m for m in export.messages if m.session_id in session_ids]
     message_ids = {m.id for m in messages}
     ended_later = {link.old_fact_id for link in export.replacements if link.relation in _ENDED_BY}
@@ -82,10 +86,17 @@ def memory_known_at(export: UserExport, known_at: datetime) -> UserExport:
     })
 
 
+def _as_reviewed_by(link: ExportedReplacement, moment: datetime) -> ExportedReplacement:
+    """The link as it stood at ``moment``: a review decided later was not made yet."""
+    if link.reviewed_at is not None and link.reviewed_at > moment:
+        return link.model_copy(update={"review": None, "reviewed_at": None})
+    return link
+
+
 def _as_it_stood(fact: ExportedFact, links: list[ExportedReplacement], ended_later: set[str],
                  message_ids: set[str]) -> ExportedFact:
     """``fact`` with the status and end that the links known then gave it, and the provenance known then."""
-    endings = sorted((link for link in links if link.old_fact_id == fact.id and link.relation in _ENDED_BY),
+    endings = sorted((link for link in links if link.old_fact_id == fact.id and link.ends_old_fact),
                      key=lambda link: (link.at, link.new_fact_id))
     if endings:
         status, valid_to = _ENDED_BY[endings[0].relation], endings[0].at
@@ -108,6 +119,8 @@ def history_of(export: UserExport) -> list[HistoryEntry]:
         confirmations[confirmation.fact_id].append((confirmation.session_id, confirmation.at))
     into: defaultdict[str, list[ReplacementLink]] = defaultdict(list)
     for link in export.replacements:
+        if link.review is ReviewVerdict.REJECTED:  # no longer a replacement: the store's history leaves it out too
+            continue
         into[link.old_fact_id].append(ReplacementLink(
             relation=link.relation, fact_id=link.new_fact_id, fact_text=text[link.new_fact_id],
             session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason,

@@ -39,7 +39,12 @@ from lastknown_graph.domain.models import (
     HistoryEntry,
     MessageRecord,
     ProbeCandidates,
+    RejectedPair,
     ReplacementLink,
+    ReviewDecision,
+    ReviewFact,
+    ReviewItem,
+    ReviewVerdict,
     ScoredFact,
     SessionRecord,
     SessionWrite,
@@ -50,6 +55,8 @@ from lastknown_graph.domain.models import (
     UserExport,
     WriteOutcome,
 )
+from lastknown_graph.domain.review import doubts
+from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.validation import check_identifier
 from lastknown_graph.errors import (
     SchemaMismatchError,
@@ -60,7 +67,7 @@ from lastknown_graph.errors import (
 )
 from lastknown_graph.store.embedded_files import StoreFiles
 from lastknown_graph.store.graph_changes import GraphChanges
-from lastknown_graph.store.graph_codec import RELATION_OF_EDGE
+from lastknown_graph.store.graph_codec import REJECTED_EDGE, RELATION_OF_EDGE
 from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
@@ -77,6 +84,7 @@ from lastknown_graph.store.records import (
     oldest_first,
     require_importable,
 )
+from lastknown_graph.store.review import RetirementLink, chosen_retirement
 from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.store.undo import UndoPlan, UserGraph, plan_undo, user_graph
 from lastknown_graph.store.vectors import Float32Array, nearest
@@ -173,13 +181,31 @@ def _add_sources(changes: GraphChanges, fact_id: str, message_ids: Sequence[str]
 def _add_replacement(
     changes: GraphChanges, edge: str, new_fact_id: str, old_fact_id: str, *, session_id: str, at: date,
     stage: str | None, reason: str | None, recorded_at: datetime | None, overtaken: bool = False,
+    still_true_probability: float | None = None, flag_bar: float | None = None,
+    review: ReviewVerdict | None = None, reviewed_at: datetime | None = None,
 ) -> None:
-    # ``overtaken`` only where true, ``recorded_at`` only where known (imports of older exports): files stay as they
-    # were for every other link.
+    # ``overtaken`` only where true, the rest only where known (imports of older exports, links never reviewed):
+    # files stay as they were for every other link.
     marker = {"overtaken": True} if overtaken else {}
-    moment = {"recorded_at": recorded_at} if recorded_at is not None else {}
+    optional = {"recorded_at": recorded_at, "still_true_probability": still_true_probability, "flag_bar": flag_bar,
+                "review": str(review) if review is not None else None, "reviewed_at": reviewed_at}
     changes.add_edge(_fact_key(new_fact_id), _fact_key(old_fact_id), key=edge, session_id=session_id, at=at,
-                     stage=stage, reason=reason, **marker, **moment)
+                     stage=stage, reason=reason, **marker,
+                     **{name: value for name, value in optional.items() if value is not None})
+
+
+def _exported_link(relation: str, new_fact_id: str, old_fact_id: str, attrs: dict[str, Any]) -> ExportedReplacement:
+    return ExportedReplacement(
+        relation=relation, new_fact_id=new_fact_id, old_fact_id=old_fact_id, session_id=attrs["session_id"],
+        at=attrs["at"], stage=attrs.get("stage"), reason=attrs.get("reason"), overtaken=attrs.get("overtaken", False),
+        recorded_at=attrs.get("recorded_at"), still_true_probability=attrs.get("still_true_probability"),
+        flag_bar=attrs.get("flag_bar"), review=attrs.get("review"), reviewed_at=attrs.get("reviewed_at"),
+    )
+
+
+def _review_fact(node: dict[str, Any]) -> ReviewFact:
+    return ReviewFact(id=node["id"], text=node["text"], topic=node["topic"], domain=node.get("domain"),
+                      inferred=node["inferred"], status=node["status"], session_id=node["session_id"])
 
 
 def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: list[str]) -> None:
@@ -341,18 +367,19 @@ class EmbeddedStore:
                 raise
 
     @contextmanager
-    def _rewriting(self) -> Iterator[nx.MultiDiGraph]:
+    def _rewriting(self, *, replaces: bool = False) -> Iterator[nx.MultiDiGraph]:
         """A copy of the graph to remove from; it becomes the live graph once it is the snapshot on disk and the
-        journal, which may still hold what was removed, is gone."""
+        journal, which may still hold what was removed, is gone. ``replaces``: the change removes an edge and adds
+        another in its place (a rejected retirement), so equal counts do not mean that nothing changed."""
         with self._locked(exclusive=True):
             draft = self._graph.copy()
             yield draft
             if self._files is None:
                 self._graph = draft
                 return
-            # Every change this store makes adds or removes a node or an edge; equal counts mean
-            # nothing was removed (nothing to forget): keep the files, less what a killed save left.
-            if (draft.number_of_nodes(), draft.number_of_edges()) == (
+            # Forgetting and undo add nothing: equal counts mean nothing was removed (nothing to forget), so the
+            # files are kept, less what a killed save left.
+            if not replaces and (draft.number_of_nodes(), draft.number_of_edges()) == (
                 self._graph.number_of_nodes(), self._graph.number_of_edges()
             ):
                 try:
@@ -468,7 +495,9 @@ class EmbeddedStore:
                                     valid_to=session.date)
                 _add_replacement(changes, "SUPERSEDES", retirement.new_fact_id, retirement.old_fact_id,
                                  session_id=session.id, at=session.date, stage=retirement.stage,
-                                 reason=retirement.reason, recorded_at=change.recorded_at)
+                                 reason=retirement.reason, recorded_at=change.recorded_at,
+                                 still_true_probability=retirement.still_true_probability,
+                                 flag_bar=retirement.flag_bar)
             for expiry in change.expiries:
                 changes.update_node(_fact_key(expiry.old_fact_id), status=str(FactStatus.EXPIRED),
                                     valid_to=session.date)
@@ -509,7 +538,7 @@ class EmbeddedStore:
             # A retirement decided in a session whose messages were redacted may quote them in its reason.
             for fact_key in self._user_fact_keys(graph, user_id):
                 for _, _, edge_type, attrs in graph.in_edges(fact_key, keys=True, data=True):
-                    if edge_type in ("SUPERSEDES", "CONTRADICTS") and attrs["session_id"] in sessions:
+                    if edge_type in ("SUPERSEDES", "CONTRADICTS", REJECTED_EDGE) and attrs["session_id"] in sessions:
                         attrs["reason"] = REDACTED_REASON
         return DeletionReport(deleted_fact_ids=tuple(deleted), redacted_message_ids=tuple(sorted(redacted)))
 
@@ -528,6 +557,92 @@ class EmbeddedStore:
             plan.refuse_unless(cascade)
             _apply_undo(graph, user_id, plan)
         return plan.report
+
+    def review_queue(self, user_id: str, band: float, stable_domains: frozenset[str]) -> list[ReviewItem]:
+        check_identifier(user_id)
+        items = []
+        with self._locked(exclusive=False):
+            graph = self._graph
+            for old_key in self._user_fact_keys(graph, user_id):
+                old = graph.nodes[old_key]
+                for new_key, _, t, attrs in graph.in_edges(old_key, keys=True, data=True):
+                    if t != "SUPERSEDES" or attrs.get("review") is not None or attrs.get("overtaken"):
+                        continue
+                    new = graph.nodes[new_key]
+                    found = doubts(stage=attrs.get("stage"), still_true_probability=attrs.get("still_true_probability"),
+                                   flag_bar=attrs.get("flag_bar"), new_inferred=new["inferred"],
+                                   old_domain=old.get("domain"), band=band, stable=stable_domains)
+                    if not found:
+                        continue
+                    disputed_by = sorted(graph.nodes[d]["id"] for d, _, t2 in graph.in_edges(old_key, keys=True)
+                                         if t2 == "CONTRADICTS") if attrs.get("stage") == Stage.EVIDENCE else []
+                    items.append(ReviewItem(
+                        retirement_id=old["id"], old=_review_fact(old), new=_review_fact(new),
+                        session_id=attrs["session_id"], at=attrs["at"], stage=attrs["stage"], reason=attrs["reason"],
+                        still_true_probability=attrs.get("still_true_probability"), flag_bar=attrs.get("flag_bar"),
+                        recorded_at=attrs.get("recorded_at"), doubts=found, disputed_by=tuple(disputed_by),
+                    ))
+        return sorted(items, key=lambda item: (item.at, item.retirement_id))
+
+    def _retirements_into(self, graph: nx.MultiDiGraph, user_id: str, old_fact_id: str,
+                          new_fact_id: str | None) -> list[RetirementLink]:
+        """What cypher/review_retirement.cypher reads."""
+        old_key = _fact_key(old_fact_id)
+        if old_key not in graph or graph.nodes[old_key]["user_id"] != user_id:
+            return []
+        links = []
+        for new_key, _, t, attrs in graph.in_edges(old_key, keys=True, data=True):
+            new = graph.nodes[new_key]
+            if t not in ("SUPERSEDES", REJECTED_EDGE) or new["user_id"] != user_id:
+                continue
+            if new_fact_id is None or new["id"] == new_fact_id:
+                links.append(RetirementLink(new_fact_id=new["id"], rejected=t == REJECTED_EDGE,
+                                            review=attrs.get("review"), overtaken=bool(attrs.get("overtaken"))))
+        return sorted(links, key=lambda link: link.new_fact_id)
+
+    def decide_review(
+        self, user_id: str, old_fact_id: str, new_fact_id: str | None, verdict: ReviewVerdict, reviewed_at: datetime,
+    ) -> ReviewDecision:
+        check_identifier(user_id)
+        check_identifier(old_fact_id)
+        if new_fact_id is not None:
+            check_identifier(new_fact_id)
+        self._histories.drop(user_id)
+        verdict = ReviewVerdict(verdict)
+        if verdict is ReviewVerdict.ACCEPTED:
+            # Only attributes change: a journal record, like a write.
+            with self._appending() as changes:
+                graph = changes.graph
+                link = chosen_retirement(self._retirements_into(graph, user_id, old_fact_id, new_fact_id), user_id,
+                                         old_fact_id, new_fact_id)
+                changes.add_edge(_fact_key(link.new_fact_id), _fact_key(old_fact_id), key="SUPERSEDES",
+                                 review=str(verdict), reviewed_at=reviewed_at)
+                changes.update_node(_user_key(user_id), revision=_revision(graph, user_id) + 1)
+        else:
+            # The SUPERSEDES edge goes (a journal only adds), so the snapshot is written again, as undo does.
+            with self._rewriting(replaces=True) as graph:
+                link = chosen_retirement(self._retirements_into(graph, user_id, old_fact_id, new_fact_id), user_id,
+                                         old_fact_id, new_fact_id)
+                ends = (_fact_key(link.new_fact_id), _fact_key(old_fact_id))
+                attrs = dict(graph.edges[(*ends, "SUPERSEDES")])
+                graph.remove_edge(*ends, key="SUPERSEDES")
+                graph.add_edge(*ends, key=REJECTED_EDGE, **attrs | {"review": str(verdict), "reviewed_at": reviewed_at})
+                graph.nodes[ends[1]].update(status=str(FactStatus.CURRENT), valid_to=None)
+                graph.nodes[_user_key(user_id)]["revision"] = _revision(graph, user_id) + 1
+        return ReviewDecision(user_id=user_id, retirement_id=old_fact_id, new_fact_id=link.new_fact_id,
+                              verdict=verdict, reviewed_at=reviewed_at, restored=verdict is ReviewVerdict.REJECTED)
+
+    def rejected_retirements(self, user_id: str) -> list[RejectedPair]:
+        check_identifier(user_id)
+        with self._locked(exclusive=False):
+            graph = self._graph
+            found = [
+                RejectedPair(old_fact_id=graph.nodes[old_key]["id"], new_fact_id=graph.nodes[new_key]["id"],
+                             new_text=graph.nodes[new_key]["text"])
+                for old_key in self._user_fact_keys(graph, user_id)
+                for new_key, _, t in graph.in_edges(old_key, keys=True) if t == REJECTED_EDGE
+            ]
+        return sorted(found, key=lambda pair: (pair.old_fact_id, pair.new_fact_id))
 
     def delete_user(self, user_id: str) -> bool:
         check_identifier(user_id)
@@ -568,9 +683,12 @@ class EmbeddedStore:
                     key="CONFIRMED_IN", at=confirmation.at,
                 )
             for link in export.replacements:
-                _add_replacement(changes, _EDGE_OF_RELATION[link.relation], link.new_fact_id, link.old_fact_id,
+                edge = REJECTED_EDGE if link.review is ReviewVerdict.REJECTED else _EDGE_OF_RELATION[link.relation]
+                _add_replacement(changes, edge, link.new_fact_id, link.old_fact_id,
                                  session_id=link.session_id, at=link.at, stage=link.stage, reason=link.reason,
-                                 recorded_at=link.recorded_at, overtaken=link.overtaken)
+                                 recorded_at=link.recorded_at, overtaken=link.overtaken,
+                                 still_true_probability=link.still_true_probability, flag_bar=link.flag_bar,
+                                 review=link.review, reviewed_at=link.reviewed_at)
 
     # ------------------------------------------------------------------ reads
 
@@ -818,14 +936,10 @@ class EmbeddedStore:
                         confirmations.append(ExportedConfirmation(
                             fact_id=f["id"], session_id=graph.nodes[target]["id"], at=attrs["at"]
                         ))
-                    elif t in RELATION_OF_EDGE:
-                        replacements.append(ExportedReplacement(
-                            relation=RELATION_OF_EDGE[t],
-                            new_fact_id=f["id"], old_fact_id=graph.nodes[target]["id"],
-                            session_id=attrs["session_id"], at=attrs["at"], stage=attrs.get("stage"),
-                            reason=attrs.get("reason"), overtaken=attrs.get("overtaken", False),
-                            recorded_at=attrs.get("recorded_at"),
-                        ))
+                    elif t in RELATION_OF_EDGE or t == REJECTED_EDGE:
+                        # A rejected retirement is exported as a retirement with review "rejected".
+                        replacements.append(_exported_link(RELATION_OF_EDGE.get(t, "supersedes"), f["id"],
+                                                           graph.nodes[target]["id"], attrs))
                 facts.append(ExportedFact(
                     id=f["id"], text=f["text"], topic=f["topic"], domain=f["domain"], inferred=f["inferred"],
                     kind=f["kind"], status=f["status"], valid_from=f["valid_from"], valid_to=f["valid_to"],

@@ -30,7 +30,9 @@ READABLE_VERSIONS = frozenset({1, FILE_VERSION})
 
 # Edges from a newer fact to an older one, and the API's name for each.
 RELATION_OF_EDGE = {"SUPERSEDES": "supersedes", "EXPIRES": "expires", "CONTRADICTS": "contradicts"}
-_EDGE_TYPES = frozenset({"HAD", "CONTAINS", "KNOWS", "FROM", "CONFIRMED_IN", *RELATION_OF_EDGE})
+# A retirement the user rejected on review: its own type, so that no reader of SUPERSEDES takes it for a retirement.
+REJECTED_EDGE = "SUPERSEDES_REJECTED"
+_EDGE_TYPES = frozenset({"HAD", "CONTAINS", "KNOWS", "FROM", "CONFIRMED_IN", REJECTED_EDGE, *RELATION_OF_EDGE})
 # What every node of a label carries.
 _REQUIRED_ATTRS = {
     "User": {"id"},
@@ -40,7 +42,7 @@ _REQUIRED_ATTRS = {
              "embedding"},
 }
 _DAY_ATTRS = frozenset({"date", "valid_from", "valid_to", "at"})
-_MOMENT_ATTRS = frozenset({"recorded_at"})
+_MOMENT_ATTRS = frozenset({"recorded_at", "reviewed_at"})
 
 
 @dataclass(frozen=True)

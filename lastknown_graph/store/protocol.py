@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
-from datetime import date
+from datetime import date, datetime
 from typing import Protocol, runtime_checkable
 
 from lastknown_graph.domain.models import (
@@ -21,6 +21,10 @@ from lastknown_graph.domain.models import (
     FactStatus,
     HistoryEntry,
     ProbeCandidates,
+    RejectedPair,
+    ReviewDecision,
+    ReviewItem,
+    ReviewVerdict,
     ScoredFact,
     SessionWrite,
     SourceMessage,
@@ -145,6 +149,28 @@ class Store(Protocol):
         then they are undone too, newest first. A user left without sessions is deleted (as if never written);
         otherwise the user's revision is bumped, like any write. Raises UnknownSessionError as ``plan_undo`` does.
         """
+
+    def review_queue(self, user_id: str, band: float, stable_domains: frozenset[str]) -> list[ReviewItem]:
+        """The user's retirements not yet reviewed that were decided with little margin, oldest first (by ``at``,
+        then retired fact id): the rule of ``domain/review.py`` with this ``band`` and these stable domains, as
+        ``cypher/review_queue.cypher`` applies it. Items carry no ``evidence``; ``MemoryReader.review`` adds it. An
+        unknown user has an empty queue."""
+
+    def decide_review(
+        self, user_id: str, old_fact_id: str, new_fact_id: str | None, verdict: ReviewVerdict, reviewed_at: datetime,
+    ) -> ReviewDecision:
+        """Accept or reject the retirement of ``old_fact_id`` (by ``new_fact_id``, or its one retirement), in one
+        transaction that bumps the user's revision (docs/graph-model.md, "Review").
+
+        Accepting marks the link reviewed; rejecting makes the old fact current again with no end and replaces the
+        link by ``SUPERSEDES_REJECTED``. Raises UnknownRetirementError (no such retirement of this user, or an
+        overtaken one), ReviewDecidedError (reviewed already), InvalidInputError (several retirements of the fact
+        and no ``new_fact_id``), changing nothing.
+        """
+
+    def rejected_retirements(self, user_id: str) -> list[RejectedPair]:
+        """Every retirement the user rejected on review, with the new fact's words: what planning a write never
+        retires again."""
 
     def delete_user(self, user_id: str) -> bool:
         """Delete every node and edge of the user; returns whether there was anything."""

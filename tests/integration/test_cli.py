@@ -595,6 +595,45 @@ def test_undo_of_an_unknown_or_undone_session_exits_10_and_bad_ids_exit_3(
     assert memory_of(no_model_env, store, user) == before
 
 
+# ---------------------------------------------------------------------------------------------- review
+
+
+def test_review_lists_the_inferred_retirement_and_keep_old_restores_it(
+    no_model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    [item] = ok(run(no_model_env, "review", "--store", store, "--user", user, "--json")).json()["queue"]
+    assert (item["old"]["text"], item["new"]["text"], item["doubts"]) == (
+        "Lives in Portland", "Lives in a hot desert region", ["inferred_only"])
+    assert [m["text"] for m in item["evidence"]] == [SEP[0]]
+    text = ok(run(no_model_env, "review", "--store", store, "--user", user)).out
+    assert "the new fact is only inferred" in text and f"said     2024-09-03 s-sep: {SEP[0]}" in text
+
+    decided = ok(run(no_model_env, "review-decide", item["retirement_id"], "--keep-old", "--store", store,
+                     "--user", user, "--json")).json()
+    assert (decided["verdict"], decided["restored"]) == ("rejected", True)
+    assert history_texts(no_model_env, store, user)["Lives in Portland"] == "current"
+    assert ok(run(no_model_env, "review", "--store", store, "--user", user)).out.strip() == "nothing to review"
+
+
+def test_review_decide_errors_exit_with_their_codes_and_change_nothing(
+    no_model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, user = copy_of(alice, tmp_path)
+    [item] = ok(run(no_model_env, "review", "--store", store, "--user", user, "--json")).json()["queue"]
+    ok(run(no_model_env, "review-decide", item["retirement_id"], "--accept", "--store", store, "--user", user))
+    before = memory_of(no_model_env, store, user)
+    again = run(no_model_env, "review-decide", item["retirement_id"], "--keep-old", "--store", store, "--user", user)
+    assert (again.code, again.out) == (12, "") and "accepted on review already" in again.err
+    unknown = run(no_model_env, "review-decide", "fact-never", "--accept", "--store", store, "--user", user)
+    assert unknown.code == 11
+    assert run(no_model_env, "review", "--band", "2", "--store", store, "--user", user).code == 3
+    both = run(no_model_env, "review-decide", item["retirement_id"], "--accept", "--keep-old", "--store", store,
+               "--user", user)
+    assert both.code == 2
+    assert memory_of(no_model_env, store, user) == before
+
+
 # ---------------------------------------------------------------------------------------------- errors
 
 

@@ -212,7 +212,7 @@ def test_remembered_facts_reach_the_context_and_a_change_retires_the_old_one(
     async def scenario(client: Client) -> None:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert names == {"remember", "remember_status", "context", "premise_notes", "find", "timeline", "as_of",
-                         "correct", "forget", "forget_about"}
+                         "correct", "review", "review_decide", "forget", "forget_about"}
         first = await call(client, "remember", messages=FEB, date="2024-02-10", session="s-feb")
         assert first["status"] == "written"
         assert {a["text"] for a in first["report"]["added"]} == {"Lives in Portland", "Does not mind the rain"}
@@ -339,6 +339,33 @@ def test_a_wrong_fact_is_retired_with_the_users_words_or_forgotten_on_confirmati
         assert forgotten["forgotten"]["forgotten"] == ["Lives in Austin"]
         events = (await call(client, "timeline"))["events"]
         assert "Lives in Austin" not in json.dumps(events)
+
+    drive(transport, ["--user", user, "--store", store], model_env, scenario)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_review_queue_lists_an_inferred_retirement_and_keep_old_restores_it(
+    transport: str, store: str, model_env: dict[str, str]
+) -> None:
+    user = new_user("mcp")
+
+    async def scenario(client: Client) -> None:
+        await call(client, "remember", messages=FEB, date="2024-02-10", session="s-feb")
+        await call(client, "remember", messages=SEP, date="2024-09-03", session="s-sep")
+        [item] = (await call(client, "review"))["queue"]
+        assert (item["old"]["text"], item["new"]["text"], item["doubts"]) == (
+            "Lives in Portland", "Lives in a hot desert region", ["inferred_only"])
+        assert "band" in await refused(client, "review", band=1.5)
+        before = await call(client, "timeline")
+        assert "UnknownRetirementError" in await refused(client, "review_decide", retirement_id="fact-none",
+                                                         keep_old=True)
+        assert await call(client, "timeline") == before
+        decided = (await call(client, "review_decide", retirement_id=item["retirement_id"], keep_old=True))["decision"]
+        assert (decided["verdict"], decided["restored"]) == ("rejected", True)
+        assert "Lives in Portland" in (await call(client, "context"))["context"].split("No longer true")[0]
+        assert "ReviewDecidedError" in await refused(client, "review_decide", retirement_id=item["retirement_id"],
+                                                     keep_old=False)
+        assert (await call(client, "review"))["queue"] == []
 
     drive(transport, ["--user", user, "--store", store], model_env, scenario)
 

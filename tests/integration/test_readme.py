@@ -50,11 +50,25 @@ def block_with(marker: str) -> str:
     return block
 
 
-def test_readme_has_the_agent_undo_belief_time_background_asyncio_and_langgraph_examples() -> None:
+def test_readme_has_the_agent_undo_review_belief_time_background_asyncio_and_langgraph_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 6
-    assert [block_with(m) for m in ("memory.save(", "memory.undo(", "known_at=", "spool_dir=", "AsyncMemory",
-                                    "MemoryNodes")] == blocks
+    assert len(blocks) == 7
+    assert [block_with(m) for m in ("memory.save(", "memory.undo(", "review_decide(", "known_at=", "spool_dir=",
+                                    "AsyncMemory", "MemoryNodes")] == blocks
+
+
+def test_readme_review_example_keeps_the_nurse_and_does_not_retire_her_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    output = run_against_the_scripted_server(block_with("review_decide("), tmp_path, monkeypatch).splitlines()
+    assert output == ["Works as a nurse at St. Mary's -> Works as a house painter ['inferred_only']",
+                      "['Spent the whole weekend painting the nursery walls yellow.']", "True"]
+    from lastknown_graph import EmbeddedStore, MemoryReader
+
+    reader = MemoryReader(EmbeddedStore(tmp_path / "memory.json"), "dana")
+    [nurse] = [e for e in reader.history() if e.fact.text == "Works as a nurse at St. Mary's"]
+    assert (nurse.fact.status, nurse.replaced_by) == ("current", ())  # d-3 did not retire her again
+    assert reader.review() == []
 
 
 def test_readme_belief_time_example_shows_a_late_conversation_unknown_before_its_write(

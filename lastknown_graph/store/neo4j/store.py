@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
-from datetime import date
+from datetime import date, datetime
 from typing import Any, TypeVar, cast
 
 import neo4j
@@ -34,6 +34,11 @@ from lastknown_graph.domain.models import (
     FactStatus,
     HistoryEntry,
     ProbeCandidates,
+    RejectedPair,
+    ReviewDecision,
+    ReviewFact,
+    ReviewItem,
+    ReviewVerdict,
     ScoredFact,
     SessionWrite,
     SourceMessage,
@@ -42,11 +47,14 @@ from lastknown_graph.domain.models import (
     UserExport,
     WriteOutcome,
 )
+from lastknown_graph.domain.review import VERDICT_STAGES, doubts
+from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.validation import check_identifier
 from lastknown_graph.errors import (
     SchemaMismatchError,
     StaleStateError,
     StoreError,
+    UnknownRetirementError,
     UnknownSessionError,
     UnknownUserError,
     UserExistsError,
@@ -72,6 +80,7 @@ from lastknown_graph.store.records import (
     to_moment,
     to_moment_or_none,
 )
+from lastknown_graph.store.review import RetirementLink, chosen_retirement
 from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.store.undo import UserGraph, plan_undo, user_graph
 from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
@@ -353,6 +362,60 @@ class Neo4jStore:
         finally:
             self._histories.drop(user_id)
 
+    def review_queue(self, user_id: str, band: float, stable_domains: frozenset[str]) -> list[ReviewItem]:
+        rows = self._query("review_queue", user_id=check_identifier(user_id), band=float(band),
+                           verdict_stages=[str(stage) for stage in VERDICT_STAGES], evidence_stage=str(Stage.EVIDENCE),
+                           stable_domains=sorted(stable_domains))
+        items = []
+        for row in rows:
+            found = doubts(stage=row["stage"], still_true_probability=row["still_true_probability"],
+                           flag_bar=row["flag_bar"], new_inferred=row["new"]["inferred"],
+                           old_domain=row["old"]["domain"], band=band, stable=stable_domains)
+            # The query applies the same rule; a row it kept and the rule does not would be a bug in one of them.
+            assert found, f"review_queue.cypher listed a retirement the review rule does not: {row}"
+            items.append(ReviewItem(
+                retirement_id=row["old"]["id"], old=ReviewFact(**row["old"]), new=ReviewFact(**row["new"]),
+                session_id=row["session_id"], at=to_day(row["at"]), stage=row["stage"], reason=row["reason"],
+                still_true_probability=row["still_true_probability"], flag_bar=row["flag_bar"],
+                recorded_at=to_moment_or_none(row["recorded_at"]), doubts=found,
+                disputed_by=tuple(sorted(row["disputed_by"])),
+            ))
+        return items
+
+    def decide_review(
+        self, user_id: str, old_fact_id: str, new_fact_id: str | None, verdict: ReviewVerdict, reviewed_at: datetime,
+    ) -> ReviewDecision:
+        check_identifier(user_id)
+        check_identifier(old_fact_id)
+        if new_fact_id is not None:
+            check_identifier(new_fact_id)
+        verdict = ReviewVerdict(verdict)
+
+        def work(tx: ManagedTransaction) -> str:
+            if not self._run(tx, "lock_user", user_id=user_id):  # then read what no other write can change now
+                raise UnknownRetirementError(f"user {user_id!r} has no retirement of fact {old_fact_id!r}; nothing "
+                                             "was changed")
+            rows = self._run(tx, "review_retirement", user_id=user_id, old_fact_id=old_fact_id,
+                             new_fact_id=new_fact_id)
+            link = chosen_retirement([RetirementLink(**row) for row in rows], user_id, old_fact_id, new_fact_id)
+            query = "review_accept" if verdict is ReviewVerdict.ACCEPTED else "review_reject"
+            [decided] = self._run(tx, query, user_id=user_id, old_fact_id=old_fact_id,
+                                  new_fact_id=link.new_fact_id, reviewed_at=reviewed_at)
+            if decided["decided"] != 1:  # the lock is held: only a bug can make the link vanish meanwhile
+                raise StoreError(f"the retirement of fact {old_fact_id!r} could not be decided; nothing was changed")
+            self._run(tx, "bump_user_revision", user_id=user_id)
+            return link.new_fact_id
+
+        try:
+            decided_by = self._write(f"review the retirement of fact {old_fact_id!r}", work)
+        finally:
+            self._histories.drop(user_id)
+        return ReviewDecision(user_id=user_id, retirement_id=old_fact_id, new_fact_id=decided_by, verdict=verdict,
+                              reviewed_at=reviewed_at, restored=verdict is ReviewVerdict.REJECTED)
+
+    def rejected_retirements(self, user_id: str) -> list[RejectedPair]:
+        return [RejectedPair(**row) for row in self._query("rejected_retirements", user_id=check_identifier(user_id))]
+
     def delete_user(self, user_id: str) -> bool:
         check_identifier(user_id)
         def work(tx: ManagedTransaction) -> bool:
@@ -389,7 +452,8 @@ class Neo4jStore:
             self._run(
                 tx, "import_links", user_id=export.user_id,
                 confirmations=[c.model_dump() for c in export.confirmations],
-                replacements=[r.model_dump() for r in export.replacements],
+                replacements=[r.model_dump() | {"review": str(r.review) if r.review is not None else None}
+                              for r in export.replacements],
             )
 
         self._write(f"import user {export.user_id!r}", work)
@@ -663,7 +727,8 @@ class Neo4jStore:
             ]
             replacements += [
                 ExportedReplacement(new_fact_id=f["id"], **r | {"at": to_day(r["at"]),
-                                                                 "recorded_at": to_moment_or_none(r["recorded_at"])})
+                                                                 "recorded_at": to_moment_or_none(r["recorded_at"]),
+                                                                 "reviewed_at": to_moment_or_none(r["reviewed_at"])})
                 for r in row["replacements"]
             ]
         return assembled_export(user_id, sessions, messages, facts, confirmations, replacements)
