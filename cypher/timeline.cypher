@@ -1,6 +1,8 @@
 // name: timeline
 // purpose: a user's history as events in date order: added, confirmed, disputed (evidence recorded against a
-//          fact), expired, retired (with cause).
+//          fact), expired, retired (with cause), and retirement_rejected: a retirement the user rejected on
+//          review (SUPERSEDES_REJECTED), which is no retirement any more. A retirement's review ('accepted' or
+//          'rejected') and reviewed_at come with it.
 // parameters: $user_id (string)
 // example: :param user_id => "alice"
 CALL {
@@ -13,6 +15,9 @@ CALL {
   MATCH (cause:Fact)-[r:SUPERSEDES]->(f:Fact {user_id: $user_id})
   RETURN r.at AS at, 'retired' AS kind, r.session_id AS session_id, f, cause, r AS link
   UNION ALL
+  MATCH (cause:Fact)-[r:SUPERSEDES_REJECTED]->(f:Fact {user_id: $user_id})
+  RETURN r.at AS at, 'retirement_rejected' AS kind, r.session_id AS session_id, f, cause, r AS link
+  UNION ALL
   MATCH (cause:Fact)-[r:EXPIRES]->(f:Fact {user_id: $user_id})
   RETURN r.at AS at, 'expired' AS kind, r.session_id AS session_id, f, cause, r AS link
   UNION ALL
@@ -20,7 +25,8 @@ CALL {
   RETURN r.at AS at, 'disputed' AS kind, r.session_id AS session_id, f, cause, r AS link
 }
 RETURN at, kind, session_id, f.id AS fact_id, f.text AS fact_text, f.topic AS topic, f.inferred AS inferred,
-       cause.id AS cause_fact_id, cause.text AS cause_fact_text, link.stage AS stage, link.reason AS reason
+       cause.id AS cause_fact_id, cause.text AS cause_fact_text, link.stage AS stage, link.reason AS reason,
+       link.review AS review, link.reviewed_at AS reviewed_at
 ORDER BY at, CASE kind WHEN 'added' THEN 0 WHEN 'confirmed' THEN 1 WHEN 'disputed' THEN 2 WHEN 'expired' THEN 3
-                ELSE 4 END,
+                WHEN 'retired' THEN 4 ELSE 5 END,
          session_id, fact_id

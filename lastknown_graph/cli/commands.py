@@ -114,7 +114,8 @@ def run_timeline(args: argparse.Namespace, rt: Runtime) -> int:
              timeline_text(events))
         return EXIT_OK
     target = Path(args.html)
-    page = render_timeline_html(user, reader.history(), events)
+    # The queue with the reader's band (LASTKNOWN_REVIEW_BAND): the page marks what `lastknown review` would list.
+    page = render_timeline_html(user, reader.history(), events, review_queue=reader.review())
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:

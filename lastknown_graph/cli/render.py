@@ -66,6 +66,11 @@ def timeline_text(events: Sequence[TimelineEvent]) -> str:
             line += f"  <- {event.cause_fact_text}"
         if event.reason:
             line += f"  ({event.stage}: {event.reason})" if event.stage else f"  ({event.reason})"
+        if event.review is not None:
+            when = f" {event.reviewed_at.isoformat(timespec='seconds')}" if event.reviewed_at else ""
+            # A rejection says what it means for the fact: it never stopped being true.
+            outcome = "rejected on review, still true" if event.review == "rejected" else "accepted on review"
+            line += f"  [{outcome}{when}]"
         lines.append(line)
     return "\n".join(lines)
 

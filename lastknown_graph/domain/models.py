@@ -426,12 +426,22 @@ class HistoryEntry(Frozen):
     evidence_against: tuple[ReplacementLink, ...] = ()  # disputed facts that contradict it
 
 
+class ReviewVerdict(StrEnum):
+    """The user's decision on a retirement in the review queue."""
+
+    ACCEPTED = "accepted"  # the retirement stands; it leaves the queue
+    REJECTED = "rejected"  # the old fact is current again, and the pair is never retired again
+
+
 class TimelineEventKind(StrEnum):
     ADDED = "added"
     CONFIRMED = "confirmed"
     RETIRED = "retired"
     EXPIRED = "expired"
     DISPUTED = "disputed"  # evidence against the fact was recorded; it stays as it was
+    # A retirement the user rejected on review: the fact never stopped being true, so this is no retirement (the
+    # event keeps the retirement's date, session, cause and reason; ``reviewed_at`` says when it was rejected).
+    RETIREMENT_REJECTED = "retirement_rejected"
 
 
 class TimelineEvent(Frozen):
@@ -446,13 +456,10 @@ class TimelineEvent(Frozen):
     cause_fact_text: str | None = None
     stage: str | None = None
     reason: str | None = None
-
-
-class ReviewVerdict(StrEnum):
-    """The user's decision on a retirement in the review queue."""
-
-    ACCEPTED = "accepted"  # the retirement stands; it leaves the queue
-    REJECTED = "rejected"  # the old fact is current again, and the pair is never retired again
+    # The user's review of a retirement: ``accepted`` on a ``retired`` event, ``rejected`` on every
+    # ``retirement_rejected`` one; None for a retirement never reviewed and for every other kind.
+    review: ReviewVerdict | None = None
+    reviewed_at: UtcDatetime | None = None
 
 
 class ReviewReason(StrEnum):

@@ -111,8 +111,9 @@ class FindResult(BaseModel):
 
 class TimelineResult(BaseModel):
     user: str
-    events: list[TimelineEvent] = Field(description="Adds, confirmations, retirements (with cause) and expiries, "
-                                                    "in date order.")
+    events: list[TimelineEvent] = Field(description="Adds, confirmations, retirements (with cause and review) and "
+                                                    "expiries, in date order; retirement_rejected: a retirement the "
+                                                    "user rejected on review, so the fact is still true.")
 
 
 class AsOfResult(BaseModel):

@@ -9,6 +9,11 @@ The chart has one lane per topic. Each fact is a bar from the day it was said to
 true. Current facts run past the latest record. A fact that would overlap another bar or label in its lane
 gets a row of its own. Arrows go from the start of the newer fact to the point where it ended (or disputed)
 the older one. A table under the chart lists the same changes with their full reasons.
+
+Reviews (docs/graph-model.md, "Review") mark the retirement arrows: a retirement the user accepted is labelled
+``accepted``, one still in the review queue (when the caller passes the queue) ``awaiting review``. A retirement the
+user rejected is no retirement: the older fact is current again, so its bar runs on past the newer fact, and a dashed
+``rejected`` arrow shows where the retirement had been.
 """
 
 from __future__ import annotations
@@ -16,10 +21,17 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Final, Literal
 
-from lastknown_graph.domain.models import Fact, HistoryEntry, TimelineEvent, TimelineEventKind
+from lastknown_graph.domain.models import (
+    Fact,
+    HistoryEntry,
+    ReviewItem,
+    ReviewVerdict,
+    TimelineEvent,
+    TimelineEventKind,
+)
 
 # ---------------------------------------------------------------------------------------------- geometry
 # SVG user units, which are CSS pixels at 100% zoom.
@@ -52,14 +64,21 @@ CONFIRMATION_RADIUS: Final = 3.5
 ELLIPSIS: Final = "…"
 MONTHS: Final = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
-Relation = Literal["supersedes", "expires", "contradicts"]
+# ``rejected``: a retirement the user rejected on review (the older fact continues).
+Relation = Literal["supersedes", "expires", "contradicts", "rejected"]
 
 # What an arrow says, from the newer fact's side (the arrow points from it to the older fact).
-ARROW_VERBS: Final[dict[Relation, str]] = {"supersedes": "retires", "expires": "expires", "contradicts": "disputes"}
+ARROW_VERBS: Final[dict[Relation, str]] = {
+    "supersedes": "retires", "expires": "expires", "contradicts": "disputes", "rejected": "retirement rejected",
+}
 # How the table names the change, from the older fact's side.
 CHANGE_NAMES: Final[dict[Relation, str]] = {
     "supersedes": "retired", "expires": "expired", "contradicts": "disputed",
+    "rejected": "retirement rejected on review (still true)",
 }
+# What a retirement arrow's label adds for its review; "awaiting review" only for the queue the caller passed.
+ACCEPTED_MARK: Final = "accepted"
+AWAITING_MARK: Final = "awaiting review"
 # (unit, step): the first one that keeps ticks TICK_SPACING_PX apart is used.
 TICK_STEPS: Final = (
     ("day", 1), ("day", 7), ("month", 1), ("month", 2), ("month", 3), ("month", 6),
@@ -103,10 +122,13 @@ svg text { fill: var(--ink); }
 .supersedes path { stroke: #9e1c1c; stroke-width: 2; }
 .expires path { stroke: #59616a; stroke-width: 1.1; }
 .contradicts path { stroke: #a65d00; stroke-width: 1.6; stroke-dasharray: 2 3; }
+.rejected path { stroke: #2f7fc1; stroke-width: 1.6; stroke-dasharray: 7 4; }
 .arrow-label { font-size: 11px; paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 .supersedes .arrow-label { fill: #9e1c1c; font-weight: 600; }
 .expires .arrow-label { fill: #59616a; }
 .contradicts .arrow-label { fill: #a65d00; }
+.rejected .arrow-label { fill: #2f7fc1; font-style: italic; }
+.awaiting-review .arrow-label { fill: #b35900; }
 table.changes { border-collapse: collapse; font-size: 13px; max-width: 1200px; }
 table.changes th, table.changes td { text-align: left; vertical-align: top; padding: 4px 10px;
                                      border-bottom: 1px solid var(--grid); }
@@ -128,11 +150,25 @@ class _Arrow:
     session_id: str
     stage: str | None
     reason: str | None
+    review: ReviewVerdict | None = None
+    reviewed_at: datetime | None = None
+    awaiting_review: bool = False
 
     @property
     def label(self) -> str:
-        verb = ARROW_VERBS[self.relation]
-        return f"{verb} · {self.stage}" if self.stage else verb
+        parts = [ARROW_VERBS[self.relation]]
+        if self.stage and self.relation != "rejected":
+            parts.append(self.stage)
+        if self.review is ReviewVerdict.ACCEPTED:
+            parts.append(ACCEPTED_MARK)
+        elif self.awaiting_review:
+            parts.append(AWAITING_MARK)
+        return " · ".join(parts)
+
+    @property
+    def classes(self) -> str:
+        marks = {"accepted": self.review is ReviewVerdict.ACCEPTED, "awaiting-review": self.awaiting_review}
+        return " ".join(["arrow", self.relation, *(name for name, on in marks.items() if on)])
 
 
 @dataclass(frozen=True)
@@ -196,16 +232,32 @@ def _plus_days(day: date, days: int) -> date:
         return date.max
 
 
-def _arrows(history: Sequence[HistoryEntry], known: set[str]) -> list[_Arrow]:
-    """Every retirement, expiry and dispute between two facts of the history, each once, in date order."""
+def _arrows(history: Sequence[HistoryEntry], events: Sequence[TimelineEvent], queue: Sequence[ReviewItem],
+            known: set[str]) -> list[_Arrow]:
+    """Every retirement, expiry and dispute between two facts of the history, each once, in date order, with the
+    reviews the timeline events carry; and every retirement the user rejected, from its event."""
+    reviews = {(e.cause_fact_id, e.fact_id): e for e in events
+               if e.kind is TimelineEventKind.RETIRED and e.review is not None}
+    awaiting = {(item.new.id, item.retirement_id) for item in queue}
     arrows: dict[tuple[str, str, str], _Arrow] = {}
     for entry in history:
         for link in (*entry.replaced_by, *entry.evidence_against):
             if link.fact_id not in known:
                 continue
+            pair = (link.fact_id, entry.fact.id)
+            reviewed = reviews.get(pair) if link.relation == "supersedes" else None
             arrow = _Arrow(link.relation, link.fact_id, entry.fact.id, link.at, link.session_id, link.stage,
-                           link.reason)
+                           link.reason, review=reviewed.review if reviewed else None,
+                           reviewed_at=reviewed.reviewed_at if reviewed else None,
+                           awaiting_review=link.relation == "supersedes" and reviewed is None and pair in awaiting)
             arrows.setdefault((arrow.relation, arrow.new_id, arrow.old_id), arrow)
+    for event in events:
+        rejected = event.kind is TimelineEventKind.RETIREMENT_REJECTED
+        if not rejected or event.cause_fact_id is None or not {event.cause_fact_id, event.fact_id} <= known:
+            continue
+        arrow = _Arrow("rejected", event.cause_fact_id, event.fact_id, event.at, event.session_id, event.stage,
+                       event.reason, review=ReviewVerdict.REJECTED, reviewed_at=event.reviewed_at)
+        arrows.setdefault((arrow.relation, arrow.new_id, arrow.old_id), arrow)
     return sorted(arrows.values(), key=lambda a: (a.at, a.relation, a.new_id, a.old_id))
 
 
@@ -386,14 +438,31 @@ def _fact_svg(placed: _Placed, rows_per_lane: Sequence[int], confirmations: Sequ
 
 def _arrow_title(arrow: _Arrow, placed: dict[str, _Placed]) -> str:
     old, new = placed[arrow.old_id].fact, placed[arrow.new_id].fact
-    head = f"“{old.text}” {CHANGE_NAMES[arrow.relation]} by “{new.text}” on {arrow.at.isoformat()}"
+    change = "judged retired" if arrow.relation == "rejected" else CHANGE_NAMES[arrow.relation]
+    head = f"“{old.text}” {change} by “{new.text}” on {arrow.at.isoformat()}"
     details = [f"session {arrow.session_id}"]
     if arrow.stage:
         details.append(f"stage {arrow.stage}")
     lines = [head, " · ".join(details)]
     if arrow.reason:
         lines.append(f"reason: {arrow.reason}")
+    lines += _review_lines(arrow)
     return "\n".join(lines)
+
+
+def _moment(moment: datetime | None) -> str:
+    return f" {moment.isoformat(timespec='minutes')}" if moment is not None else ""
+
+
+def _review_lines(arrow: _Arrow) -> list[str]:
+    if arrow.relation == "rejected":
+        return [f"the user rejected this retirement on review{_moment(arrow.reviewed_at)}: the earlier fact "
+                "never stopped being true"]
+    if arrow.review is ReviewVerdict.ACCEPTED:
+        return [f"the user accepted this retirement on review{_moment(arrow.reviewed_at)}"]
+    if arrow.awaiting_review:
+        return ["awaiting review: decided with little margin (lastknown review)"]
+    return []
 
 
 def _arrow_svg(arrow: _Arrow, placed: dict[str, _Placed], rows_per_lane: Sequence[int], scale: _Scale,
@@ -415,8 +484,9 @@ def _arrow_svg(arrow: _Arrow, placed: dict[str, _Placed], rows_per_lane: Sequenc
         lift = new_top + BAR_TOP - ROW_HEIGHT / 2
         path = f"M{_num(sx)},{_num(sy)} C{_num(sx)},{_num(lift)} {_num(tx)},{_num(lift)} {_num(tx)},{_num(ty)}"
     return (
-        f'<g class="arrow {arrow.relation}" data-from="{_e(arrow.new_id)}" data-to="{_e(arrow.old_id)}" '
-        f'data-at="{arrow.at.isoformat()}" data-stage="{_e(arrow.stage or "")}">'
+        f'<g class="{arrow.classes}" data-from="{_e(arrow.new_id)}" data-to="{_e(arrow.old_id)}" '
+        f'data-at="{arrow.at.isoformat()}" data-stage="{_e(arrow.stage or "")}" '
+        f'data-review="{_e(_review_state(arrow))}">'
         f"<title>{_e(_arrow_title(arrow, placed))}</title>"
         f'<path d="{path}" marker-end="url(#head-{arrow.relation})"/>'
         f'<path class="hover-area" d="{path}"/>'
@@ -426,8 +496,15 @@ def _arrow_svg(arrow: _Arrow, placed: dict[str, _Placed], rows_per_lane: Sequenc
     )
 
 
+def _review_state(arrow: _Arrow) -> str:
+    """``accepted``, ``rejected``, ``awaiting`` or empty: the review of the change an arrow draws."""
+    if arrow.review is not None:
+        return str(arrow.review)
+    return "awaiting" if arrow.awaiting_review else ""
+
+
 def _markers() -> str:
-    colours = {"supersedes": "#9e1c1c", "expires": "#59616a", "contradicts": "#a65d00"}
+    colours = {"supersedes": "#9e1c1c", "expires": "#59616a", "contradicts": "#a65d00", "rejected": "#2f7fc1"}
     return "<defs>" + "".join(
         f'<marker id="head-{relation}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         f'markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,1 L10,5 L0,9 z" fill="{colour}"/>'
@@ -444,10 +521,10 @@ class _Chart:
     placed: dict[str, _Placed]
 
 
-def _chart(history: Sequence[HistoryEntry], events: Sequence[TimelineEvent]) -> _Chart:
+def _chart(history: Sequence[HistoryEntry], events: Sequence[TimelineEvent], queue: Sequence[ReviewItem]) -> _Chart:
     facts = [e.fact for e in sorted(history, key=lambda e: (e.fact.valid_from, e.fact.recorded_at, e.fact.id))]
     scale = _scale(facts, events)
-    arrows = _arrows(history, {f.id for f in facts})
+    arrows = _arrows(history, events, queue, {f.id for f in facts})
     layout = _layout(facts, arrows, scale)
     topics, placed, rows_per_lane = layout.topics, layout.placed, layout.rows_per_lane
     height = _lane_top(len(topics), rows_per_lane) + BOTTOM_MARGIN
@@ -530,8 +607,18 @@ def _legend() -> str:
         + arrow("supersedes", "retires")
         + arrow("expires", "expires")
         + arrow("contradicts", "disputes")
+        + arrow("rejected", "retirement rejected on review: the older fact goes on")
         + "</div>"
     )
+
+
+def _change_name(arrow: _Arrow) -> str:
+    name = CHANGE_NAMES[arrow.relation]
+    if arrow.relation == "rejected":
+        return name + (f", rejected{_moment(arrow.reviewed_at)}" if arrow.reviewed_at else "")
+    if arrow.review is ReviewVerdict.ACCEPTED:
+        return f"{name}, {ACCEPTED_MARK} on review{_moment(arrow.reviewed_at)}"
+    return f"{name}, {AWAITING_MARK}" if arrow.awaiting_review else name
 
 
 def _changes_table(arrows: Sequence[_Arrow], placed: dict[str, _Placed]) -> str:
@@ -542,7 +629,7 @@ def _changes_table(arrows: Sequence[_Arrow], placed: dict[str, _Placed]) -> str:
         old, new = placed[arrow.old_id].fact, placed[arrow.new_id].fact
         rows.append(
             f'<tr class="change {arrow.relation}" data-from="{_e(arrow.new_id)}" data-to="{_e(arrow.old_id)}">'
-            f'<td class="when">{arrow.at.isoformat()}</td><td>{_e(CHANGE_NAMES[arrow.relation])}</td>'
+            f'<td class="when">{arrow.at.isoformat()}</td><td>{_e(_change_name(arrow))}</td>'
             f"<td>{_e(old.text)}</td><td>{_e(new.text)}{' <em>(inferred)</em>' if new.inferred else ''}</td>"
             f"<td>{_e(arrow.stage or '')}</td><td>{_e(arrow.reason or '')}</td><td>{_e(arrow.session_id)}</td></tr>"
         )
@@ -563,15 +650,20 @@ def _page(user_id: str, body: str) -> str:
     )
 
 
-def render_timeline_html(user_id: str, history: list[HistoryEntry], events: list[TimelineEvent]) -> str:
+def render_timeline_html(
+    user_id: str, history: list[HistoryEntry], events: list[TimelineEvent], *,
+    review_queue: Sequence[ReviewItem] = (),
+) -> str:
     """A self-contained HTML page: the user's facts on a time axis by topic, with retirements as arrows.
 
     ``history`` and ``events`` are what ``Store.history`` and ``Store.timeline`` return for the user:
-    the bars and arrows come from the history, the "said again" marks from the confirmation events.
+    the bars and arrows come from the history, the "said again" marks from the confirmation events, the reviews
+    (accepted, and the arrows of rejected retirements) from the retirement events. ``review_queue`` is what
+    ``MemoryReader.review()`` returns: its retirements are marked "awaiting review".
     """
     if not history:
         return _page(user_id, f'<p class="empty">No facts are remembered about {_e(user_id)}.</p>')
-    chart = _chart(history, events)
+    chart = _chart(history, events, review_queue)
     facts = [p.fact for p in chart.placed.values()]
     topics = len({f.topic for f in facts})
     counts = {relation: sum(1 for a in chart.arrows if a.relation == relation) for relation in ARROW_VERBS}
@@ -579,8 +671,13 @@ def render_timeline_html(user_id: str, history: list[HistoryEntry], events: list
     summary = (
         f"{len(facts)} fact{'s' if len(facts) != 1 else ''} in {topics} topic{'s' if topics != 1 else ''}, "
         f"{start.isoformat()} to {latest.isoformat()}: {counts['supersedes']} retired, "
-        f"{counts['expires']} expired, {counts['contradicts']} disputed. "
-        "Hover over a bar or an arrow for details."
+        f"{counts['expires']} expired, {counts['contradicts']} disputed"
+        + "".join(f", {count} retirement{'s' if count != 1 else ''} {what}" for count, what in (
+            (sum(1 for a in chart.arrows if a.review is ReviewVerdict.ACCEPTED), "accepted on review"),
+            (counts["rejected"], "rejected on review"),
+            (sum(1 for a in chart.arrows if a.awaiting_review), "awaiting review"),
+        ) if count)
+        + ". Hover over a bar or an arrow for details."
     )
     return _page(
         user_id,

@@ -96,6 +96,7 @@ _EVENT_OF_EDGE = {
     "SUPERSEDES": TimelineEventKind.RETIRED,
     "EXPIRES": TimelineEventKind.EXPIRED,
     "CONTRADICTS": TimelineEventKind.DISPUTED,
+    REJECTED_EDGE: TimelineEventKind.RETIREMENT_REJECTED,
 }
 
 
@@ -899,7 +900,8 @@ class EmbeddedStore:
                             kind=_EVENT_OF_EDGE[t],
                             session_id=attrs["session_id"], cause_fact_id=graph.nodes[newer]["id"],
                             cause_fact_text=graph.nodes[newer]["text"], stage=attrs.get("stage"),
-                            reason=attrs.get("reason"), **base,
+                            reason=attrs.get("reason"), review=attrs.get("review"),
+                            reviewed_at=attrs.get("reviewed_at"), **base,
                         ))
         return in_timeline_order(events)
 

@@ -124,6 +124,7 @@ _EVENT_ORDER = {
     TimelineEventKind.DISPUTED: 2,
     TimelineEventKind.EXPIRED: 3,
     TimelineEventKind.RETIRED: 4,
+    TimelineEventKind.RETIREMENT_REJECTED: 5,
 }
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from lastknown_graph.domain.models import FactStatus, ReviewReason, ReviewVerdict, UserExport
+from lastknown_graph.domain.models import FactStatus, ReviewReason, ReviewVerdict, TimelineEventKind, UserExport
 from lastknown_graph.domain.review import stable_domains
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.errors import (
@@ -377,3 +377,29 @@ def test_a_write_stores_the_probability_and_the_bar_it_was_judged_with(store: St
     no_logprobs.write(["Woke up to seagulls on the balcony."], date="2024-02-08", session="s2")
     [unmeasured] = no_logprobs.export().replacements
     assert (unmeasured.still_true_probability, unmeasured.flag_bar) == (None, None)
+
+
+def test_the_timeline_carries_reviews_and_a_rejected_retirement_is_no_retirement(store: Store) -> None:
+    user = new_user("review")
+    ids = six_retirements(store, user)
+    accepted_at, rejected_at = datetime(2024, 3, 10, 9, tzinfo=UTC), datetime(2024, 3, 11, 17, tzinfo=UTC)
+    store.decide_review(user, ids["near"], None, ReviewVerdict.ACCEPTED, accepted_at)
+    store.decide_review(user, ids["implied"], None, ReviewVerdict.REJECTED, rejected_at)
+    events = store.timeline(user)
+    about = {e.fact_id: e for e in events if e.kind in ("retired", "retirement_rejected")}
+    accepted, rejected, unreviewed = about[ids["near"]], about[ids["implied"]], about[ids["far"]]
+    assert (accepted.kind, accepted.review, accepted.reviewed_at, accepted.cause_fact_id) == (
+        TimelineEventKind.RETIRED, ReviewVerdict.ACCEPTED, accepted_at, ids["new_near"])
+    assert (rejected.kind, rejected.review, rejected.reviewed_at) == (
+        TimelineEventKind.RETIREMENT_REJECTED, ReviewVerdict.REJECTED, rejected_at)
+    # The rejected event keeps what the retirement said: its date, session, cause, stage and reason.
+    assert (rejected.at, rejected.session_id, rejected.cause_fact_id, rejected.stage) == (
+        date(2024, 3, 9), "s-mar", ids["new_implied"], "stage2")
+    assert (unreviewed.kind, unreviewed.review, unreviewed.reviewed_at) == (TimelineEventKind.RETIRED, None, None)
+    # Nothing else about the rejected fact reads as an end: it was added, and its retirement was rejected.
+    assert [e.kind for e in events if e.fact_id == ids["implied"]] == [
+        TimelineEventKind.ADDED, TimelineEventKind.RETIREMENT_REJECTED]
+    # On the day of the retirements, rejected ones come after the retirements that stand.
+    march = [e.kind for e in events if e.at == date(2024, 3, 9)]
+    assert march.index(TimelineEventKind.RETIREMENT_REJECTED) > max(
+        i for i, kind in enumerate(march) if kind is TimelineEventKind.RETIRED)

@@ -614,6 +614,15 @@ def test_review_lists_the_inferred_retirement_and_keep_old_restores_it(
     assert (decided["verdict"], decided["restored"]) == ("rejected", True)
     assert history_texts(no_model_env, store, user)["Lives in Portland"] == "current"
     assert ok(run(no_model_env, "review", "--store", store, "--user", user)).out.strip() == "nothing to review"
+    # The timeline keeps the rejected retirement, as no retirement: the fact is still true.
+    events = ok(run(no_model_env, "timeline", "--store", store, "--user", user, "--json")).json()["events"]
+    [rejected] = [e for e in events if e["fact_text"] == "Lives in Portland" and e["kind"] != "added"]
+    assert (rejected["kind"], rejected["review"], rejected["reviewed_at"]) == (
+        "retirement_rejected", "rejected", decided["reviewed_at"])
+    [line] = [x for x in ok(run(no_model_env, "timeline", "--store", store, "--user", user)).out.splitlines()
+              if "retirement_rejected" in x]
+    assert line.startswith("2024-09-03  retirement_rejected  s-sep  Lives in Portland")
+    assert line.endswith(f"[rejected on review, still true {decided['reviewed_at'][:19]}+00:00]")
 
 
 def test_review_decide_errors_exit_with_their_codes_and_change_nothing(
@@ -622,6 +631,9 @@ def test_review_decide_errors_exit_with_their_codes_and_change_nothing(
     store, user = copy_of(alice, tmp_path)
     [item] = ok(run(no_model_env, "review", "--store", store, "--user", user, "--json")).json()["queue"]
     ok(run(no_model_env, "review-decide", item["retirement_id"], "--accept", "--store", store, "--user", user))
+    timeline = ok(run(no_model_env, "timeline", "--store", store, "--user", user)).out
+    [line] = [x for x in timeline.splitlines() if "  retired  " in x]
+    assert "Lives in Portland" in line and "[accepted on review " in line
     before = memory_of(no_model_env, store, user)
     again = run(no_model_env, "review-decide", item["retirement_id"], "--keep-old", "--store", store, "--user", user)
     assert (again.code, again.out) == (12, "") and "accepted on review already" in again.err

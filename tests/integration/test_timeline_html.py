@@ -15,13 +15,13 @@ import re
 import shutil
 import subprocess
 import sys
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lastknown_graph.domain.models import FactKind
+from lastknown_graph.domain.models import FactKind, ReviewVerdict
 from lastknown_graph.render.timeline_html import MONTHS, render_timeline_html
 from lastknown_graph.store import EmbeddedStore
 from tests.builders import SessionBuilder, new_user, vec
@@ -45,8 +45,13 @@ def chromium() -> str | None:
     return next((found for name in CHROMIUM_NAMES if (found := shutil.which(name))), None)
 
 
+ACCEPTED_AT = datetime(2024, 11, 22, 8, 30, tzinfo=UTC)
+REJECTED_AT = datetime(2024, 11, 23, 19, 5, tzinfo=UTC)
+
+
 def write_scenario(path: Path, user: str) -> dict[str, str]:
-    """Sessions over 2024: a move implied by scorpions, a job change, passing moments, a dispute."""
+    """Sessions over 2024: a move implied by scorpions, a job change, passing moments, a dispute; then reviews: the
+    job change accepted, a pet's retirement rejected (the cat goes on), and the implied move left in the queue."""
     store = EmbeddedStore(path)
     try:
         feb = SessionBuilder(user, "s-feb", date(2024, 2, 10))
@@ -55,6 +60,7 @@ def write_scenario(path: Path, user: str) -> dict[str, str]:
             "rain": feb.fact("Does not mind the rain", "weather_attitude", vec(2)),
             "train": feb.fact("Is on the train to work right now", "current_activity", vec(3), kind=FactKind.MOMENT),
             "bakery": feb.fact("Works at a bakery downtown", "job", vec(4)),
+            "cat": feb.fact("Has a cat named Miso", "pet", vec(14)),
         }
         ids["anxious"] = feb.fact("Feels anxious about the big move next week", "mood", vec(11), kind=FactKind.MOMENT)
         store.apply(feb.build())
@@ -89,7 +95,12 @@ def write_scenario(path: Path, user: str) -> dict[str, str]:
         ids["dislikes"] = nov.fact("Dislikes rainy days", "weather_attitude", vec(10), inferred=True)
         nov.retire(ids["bakery"], ids["barista"], reason="a new job replaces the old one", stage="stage1")
         nov.dispute(ids["rain"], ids["dislikes"], reason="implied once against a fact said three times")
+        ids["puppy"] = nov.fact("Has a puppy", "pet", vec(15))
+        nov.retire(ids["cat"], ids["puppy"], reason="a new pet replaces the old one", stage="stage2",
+                   probability=0.6, bar=0.62)
         store.apply(nov.build())
+        store.decide_review(user, ids["bakery"], None, ReviewVerdict.ACCEPTED, ACCEPTED_AT)
+        store.decide_review(user, ids["cat"], None, ReviewVerdict.REJECTED, REJECTED_AT)
     finally:
         store.close()
     return ids
@@ -99,7 +110,7 @@ EXPECTED_ARROWS = {
     ("supersedes", "desert", "portland"), ("supersedes", "barista", "bakery"),
     ("expires", "dog", "train"), ("expires", "cooking", "dog"),
     ("expires", "relieved", "anxious"), ("expires", "excited", "relieved"),
-    ("contradicts", "dislikes", "rain"),
+    ("contradicts", "dislikes", "rain"), ("rejected", "puppy", "cat"),
 }
 INFERRED = {"desert", "dislikes"}
 
@@ -147,7 +158,8 @@ PROBE = """
   }
   const arrows = [...document.querySelectorAll("svg.timeline g.arrow")].map(g => {
     const path = g.querySelector("path"), label = g.querySelector("text.arrow-label");
-    return { kind: g.getAttribute("class").replace("arrow", "").trim(), from: g.dataset.from, to: g.dataset.to,
+    return { kind: g.classList[1], classes: g.getAttribute("class"),
+             from: g.dataset.from, to: g.dataset.to,
              length: path.getTotalLength(), dash: getComputedStyle(path).strokeDasharray,
              stroke: getComputedStyle(path).stroke, label: label.textContent, labelBox: box(label),
              title: g.querySelector("title").textContent };
@@ -220,7 +232,7 @@ def test_the_page_renders_every_fact_arrow_and_marker_in_chromium(
     assert statuses == {"portland": "retired", "bakery": "retired", "train": "expired", "dog": "expired",
                         "rain": "current", "script": "current", "desert": "current", "cooking": "current",
                         "barista": "current", "dislikes": "disputed", "anxious": "expired",
-                        "relieved": "expired", "excited": "current"}
+                        "relieved": "expired", "excited": "current", "cat": "current", "puppy": "current"}
     # The bars of two different statuses are drawn in different colours.
     assert seen["facts"][ids["portland"]]["fill"] != seen["facts"][ids["rain"]]["fill"]
 
@@ -239,10 +251,26 @@ def test_the_page_renders_every_fact_arrow_and_marker_in_chromium(
     by_kind = {a["kind"]: a for a in seen["arrows"]}
     assert by_kind["contradicts"]["dash"] != "none" and by_kind["supersedes"]["dash"] == "none"
     portland = next(a for a in seen["arrows"] if a["to"] == ids["portland"])
-    assert portland["label"] == "retires · stage2"
+    # Stage 2 for a new fact only implied: the review queue lists it, and the page says so.
+    assert portland["label"] == "retires · stage2 · awaiting review"
+    assert "awaiting review" in portland["title"]
     assert "scorpions and dry heat imply a desert, not Portland" in portland["title"]
     assert "stage stage2" in portland["title"] and "session s-sep" in portland["title"]
     assert seen["tableRows"] == len(EXPECTED_ARROWS)
+
+    # Reviews: the accepted retirement says so; the rejected one is a dashed arrow of its own, and the cat's bar
+    # runs on to the right end with the current facts (the puppy's, which starts later, is shorter).
+    bakery = next(a for a in seen["arrows"] if a["to"] == ids["bakery"])
+    assert bakery["label"] == "retires · stage1 · accepted"
+    assert "accepted this retirement on review 2024-11-22T08:30+00:00" in bakery["title"]
+    assert "accepted" in bakery["classes"].split() and "awaiting-review" not in bakery["classes"].split()
+    [rejected] = [a for a in seen["arrows"] if a["kind"] == "rejected"]
+    assert (rejected["from"], rejected["to"], rejected["label"]) == (ids["puppy"], ids["cat"], "retirement rejected")
+    assert rejected["dash"] != "none" and rejected["stroke"] != portland["stroke"]
+    assert "rejected this retirement on review 2024-11-23T19:05+00:00" in rejected["title"]
+    cat, puppy, barista = (seen["facts"][ids[k]]["bar"][0] for k in ("cat", "puppy", "barista"))
+    assert cat > puppy and abs(puppy - barista) < 1  # the puppy and the barista start on one day, both still true
+    assert "awaiting review" not in {a["label"] for a in seen["arrows"] if a["to"] != ids["portland"]}
 
     # The fact with a <script> tag shows it as text, and it never ran.
     assert seen["facts"][ids["script"]]["labelText"] == SCRIPT_TEXT

@@ -669,7 +669,9 @@ class Neo4jStore:
 
     def timeline(self, user_id: str) -> list[TimelineEvent]:
         rows = self._query("timeline", user_id=check_identifier(user_id))
-        return in_timeline_order(TimelineEvent(**row | {"at": to_day(row["at"])}) for row in rows)
+        return in_timeline_order(TimelineEvent(**row | {"at": to_day(row["at"]),
+                                                         "reviewed_at": to_moment_or_none(row["reviewed_at"])})
+                                 for row in rows)
 
     def export_user(self, user_id: str) -> UserExport:
         """One consistent state of the user's memory, even while it is being written.
