@@ -1,8 +1,10 @@
 // name: audit_timeline_graph
 // purpose: one user's timeline as a graph, for Neo4j Browser's graph view: the user and its sessions, every
 //          fact, the messages each fact came from (or was confirmed by) and their sessions, CONFIRMED_IN edges
-//          and the SUPERSEDES / EXPIRES / CONTRADICTS chains. One path per row, in date order; `part` says which piece it is
-//          (session, fact, source, confirmed, supersedes, expires). Every node on every path belongs to the user.
+//          and the SUPERSEDES / EXPIRES / CONTRADICTS chains, with the retirements the user rejected on review
+//          (SUPERSEDES_REJECTED: the old fact is current again). One path per row, in date order; `part` says which
+//          piece it is (session, fact, source, confirmed, supersedes, expires, contradicts, supersedes_rejected).
+//          Every node on every path belongs to the user.
 // parameters: $user_id (string)
 // example: :param user_id => "alice"
 CALL () {
@@ -20,7 +22,8 @@ CALL () {
   MATCH path = (:Fact {user_id: $user_id})-[c:CONFIRMED_IN]->(:Session {user_id: $user_id})
   RETURN c.at AS at, 'confirmed' AS part, path
   UNION ALL
-  MATCH path = (:Fact {user_id: $user_id})-[r:SUPERSEDES|EXPIRES|CONTRADICTS]->(:Fact {user_id: $user_id})
+  MATCH path = (:Fact {user_id: $user_id})-[r:SUPERSEDES|EXPIRES|CONTRADICTS|SUPERSEDES_REJECTED]->
+               (:Fact {user_id: $user_id})
   RETURN r.at AS at, toLower(type(r)) AS part, path
 }
 RETURN at, part, path

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import neo4j.time
 import pytest
 
 from lastknown_graph import MemoryReader
-from lastknown_graph.domain.models import FactKind
+from lastknown_graph.domain.models import FactKind, ReviewVerdict
 from lastknown_graph.store import Neo4jStore
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from lastknown_graph.store.records import REDACTED_REASON
@@ -619,3 +619,39 @@ def test_integrity_check_accepts_a_fact_overtaken_on_arrival(
     late.overtake(denver, desert, until=SEP)
     store.apply(late.build())
     assert run(driver, check, user_id=user) == []
+
+
+def test_reviewed_retirements_and_the_timeline_graph_show_accepted_and_rejected_reviews(
+    driver: neo4j.Driver, store: Neo4jStore
+) -> None:
+    user = new_user("audit-review")
+    jan = SessionBuilder(user, "s-jan", FEB)
+    bakery = jan.fact("Works at a bakery", "job", vec(92))
+    ghent = jan.fact("Lives in Ghent", "location", vec(93))
+    cat = jan.fact("Has a cat", "pet", vec(94))
+    store.apply(jan.build())
+    mar = SessionBuilder(user, "s-mar", SEP)
+    cafe = mar.fact("Works at a cafe", "job", vec(95))
+    hot = mar.fact("Lives somewhere hot", "location", vec(96), inferred=True)
+    dog = mar.fact("Has a dog", "pet", vec(97))
+    mar.retire(bakery, cafe, stage="stage2", probability=0.55, bar=0.62, reason="a new job")
+    mar.retire(ghent, hot, stage="stage2", reason="heat implies a move")
+    mar.retire(cat, dog, stage="stage1", reason="a new pet")
+    store.apply(mar.build())
+    accepted_at, rejected_at = datetime(2024, 9, 4, 8, tzinfo=UTC), datetime(2024, 9, 5, 9, tzinfo=UTC)
+    store.decide_review(user, bakery, None, ReviewVerdict.ACCEPTED, accepted_at)
+    store.decide_review(user, ghent, None, ReviewVerdict.REJECTED, rejected_at)
+
+    rows = run(driver, "audit_reviewed_retirements", user_id=user)
+    assert [(r["review"], r["reviewed_at"], r["old_fact_text"], r["old_status"], r["new_fact_text"], r["session_id"],
+             r["at"], r["stage"], r["still_true_probability"], r["flag_bar"]) for r in rows] == [
+        ("accepted", accepted_at, "Works at a bakery", "retired", "Works at a cafe", "s-mar", SEP, "stage2", 0.55, 0.62),
+        ("rejected", rejected_at, "Lives in Ghent", "current", "Lives somewhere hot", "s-mar", SEP, "stage2", None,
+         None),
+    ]  # the cat's retirement was never reviewed
+    graph = [(r["part"], tuple(node_key(n) for n in r["path"].nodes)) for r in run(
+        driver, "audit_timeline_graph", user_id=user) if r["part"] in ("supersedes", "supersedes_rejected")]
+    assert sorted(graph) == sorted([
+        ("supersedes", (("Fact", cafe), ("Fact", bakery))), ("supersedes", (("Fact", dog), ("Fact", cat))),
+        ("supersedes_rejected", (("Fact", hot), ("Fact", ghent))),
+    ])
