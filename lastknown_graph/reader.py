@@ -21,6 +21,7 @@ from lastknown_graph.domain.models import (
     ScoredFact,
     SourceMessage,
     TimelineEvent,
+    UndoneSession,
     UndoReport,
     UserExport,
 )
@@ -285,6 +286,12 @@ class MemoryReader:
         if dry_run:
             return self.store.plan_undo(self.user, session)
         return self.store.undo_session(self.user, session, cascade=cascade)
+
+    def undone_sessions(self) -> list[UndoneSession]:
+        """The sessions undone so far, in the order undone: each one's id and date, when it was undone, the session
+        whose undo took it along (a cascade), and how many facts its undo removed, restored or withdrew, and how many
+        messages went. No words: the trace of an undo holds none (docs/graph-model.md, "Undo")."""
+        return self.store.undone_sessions(self.user)
 
     # ------------------------------------------------------------------ reviewing retirements
 

@@ -582,6 +582,22 @@ class UndoReport(Frozen):
     dependencies: tuple[UndoDependency, ...] = ()  # how each of those built on a session this undo takes
 
 
+class UndoneSession(Frozen):
+    """The trace an undo keeps of one session it undid: which session, when, and how much it changed; none of the
+    user's words, no fact and no fact id (docs/graph-model.md, "Undo")."""
+
+    session_id: SessionId
+    date: date  # the session's own date
+    undone_at: UtcDatetime  # wall clock of the undo
+    cascade_of: SessionId | None = None  # the session whose undo took this one along (a cascade); None: itself
+    step: int = Field(ge=0)  # its place in that undo: 0 was undone first (a cascade undoes the newest first)
+    removed: int = Field(ge=0)  # facts it had added, deleted
+    restored: int = Field(ge=0)  # facts it had retired or expired, current again
+    withdrawn_confirmations: int = Field(ge=0)
+    withdrawn_disputes: int = Field(ge=0)
+    messages: int = Field(ge=0)  # its user turns, deleted with it
+
+
 # ---------------------------------------------------------------------------
 # Export / import: a self-contained JSON document for one user
 

@@ -51,6 +51,7 @@ from lastknown_graph.domain.models import (
     SourceMessage,
     TimelineEvent,
     TimelineEventKind,
+    UndoneSession,
     UndoReport,
     UserExport,
     WriteOutcome,
@@ -67,7 +68,7 @@ from lastknown_graph.errors import (
 )
 from lastknown_graph.store.embedded_files import StoreFiles
 from lastknown_graph.store.graph_changes import GraphChanges
-from lastknown_graph.store.graph_codec import REJECTED_EDGE, RELATION_OF_EDGE
+from lastknown_graph.store.graph_codec import REJECTED_EDGE, RELATION_OF_EDGE, UNDID_EDGE
 from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
@@ -86,7 +87,7 @@ from lastknown_graph.store.records import (
 )
 from lastknown_graph.store.review import RetirementLink, chosen_retirement
 from lastknown_graph.store.turns import UserTurns
-from lastknown_graph.store.undo import UndoPlan, UserGraph, plan_undo, user_graph
+from lastknown_graph.store.undo import UndoPlan, UserGraph, in_undo_order, plan_undo, undo_moment, user_graph
 from lastknown_graph.store.vectors import Float32Array, nearest
 
 logger = logging.getLogger(__name__)
@@ -243,8 +244,9 @@ def _undo_graph(graph: nx.MultiDiGraph, user_id: str) -> UserGraph:
     return user_graph(sessions, facts)
 
 
-def _apply_undo(graph: nx.MultiDiGraph, user_id: str, plan: UndoPlan) -> None:
-    """What cypher/undo_sessions.cypher does, then the user's revision (or the user, when nothing is left)."""
+def _apply_undo(graph: nx.MultiDiGraph, user_id: str, plan: UndoPlan, undone_at: datetime) -> None:
+    """What cypher/undo_sessions.cypher does, then the user's revision and the traces of the undone sessions
+    (cypher/write_undone_sessions.cypher), or the user when nothing is left."""
     undone = set(plan.session_ids)
     fact_keys = [k for _, k, t in graph.out_edges(_user_key(user_id), keys=True) if t == "KNOWS"]
     for key in fact_keys:
@@ -262,9 +264,17 @@ def _apply_undo(graph: nx.MultiDiGraph, user_id: str, plan: UndoPlan) -> None:
         graph.remove_nodes_from([m for _, m, t in graph.out_edges(session_key, keys=True) if t == "CONTAINS"])
         graph.remove_node(session_key)
     if plan.removes_user:
-        graph.remove_node(_user_key(user_id))
-    else:
-        graph.nodes[_user_key(user_id)]["revision"] = _revision(graph, user_id) + 1
+        # With the traces of sessions undone before: a user left without sessions leaves nothing.
+        user_key = _user_key(user_id)
+        graph.remove_nodes_from([k for _, k, t in graph.out_edges(user_key, keys=True) if t == UNDID_EDGE])
+        graph.remove_node(user_key)
+        return
+    graph.nodes[_user_key(user_id)]["revision"] = _revision(graph, user_id) + 1
+    for trace in plan.traces(undone_at):
+        # A fresh key per trace: the same session id may be written and undone again.
+        key = f"undone\x1f{user_id}\x1f{uuid.uuid4().hex}"
+        graph.add_node(key, label="UndoneSession", user_id=user_id, **trace.model_dump())
+        graph.add_edge(_user_key(user_id), key, key=UNDID_EDGE)
 
 
 def _admitted(where: FactFilter, fact: dict[str, Any]) -> bool:
@@ -549,15 +559,32 @@ class EmbeddedStore:
         with self._locked(exclusive=False):
             return plan_undo(_undo_graph(self._graph, user_id), user_id, session_id, dry_run=True).report
 
-    def undo_session(self, user_id: str, session_id: str, *, cascade: bool = False) -> UndoReport:
+    def undo_session(
+        self, user_id: str, session_id: str, *, cascade: bool = False, undone_at: datetime | None = None,
+    ) -> UndoReport:
         check_identifier(user_id)
         check_identifier(session_id)
+        moment = undo_moment(undone_at)
         self._histories.drop(user_id)
-        with self._rewriting() as graph:
+        # ``replaces``: the traces are added as the session goes, so equal counts can still mean a change.
+        with self._rewriting(replaces=True) as graph:
             plan = plan_undo(_undo_graph(graph, user_id), user_id, session_id, dry_run=False)
             plan.refuse_unless(cascade)
-            _apply_undo(graph, user_id, plan)
+            _apply_undo(graph, user_id, plan, moment)
         return plan.report
+
+    def undone_sessions(self, user_id: str) -> list[UndoneSession]:
+        check_identifier(user_id)
+        with self._locked(exclusive=False):
+            graph = self._graph
+            user_key = _user_key(user_id)
+            if user_key not in graph:
+                return []
+            return in_undo_order(
+                UndoneSession.model_validate({k: v for k, v in graph.nodes[key].items()
+                                              if k not in ("label", "user_id")})
+                for _, key, t in graph.out_edges(user_key, keys=True) if t == UNDID_EDGE
+            )
 
     def review_queue(self, user_id: str, band: float, stable_domains: frozenset[str]) -> list[ReviewItem]:
         check_identifier(user_id)

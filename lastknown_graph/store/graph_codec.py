@@ -32,7 +32,10 @@ READABLE_VERSIONS = frozenset({1, FILE_VERSION})
 RELATION_OF_EDGE = {"SUPERSEDES": "supersedes", "EXPIRES": "expires", "CONTRADICTS": "contradicts"}
 # A retirement the user rejected on review: its own type, so that no reader of SUPERSEDES takes it for a retirement.
 REJECTED_EDGE = "SUPERSEDES_REJECTED"
-_EDGE_TYPES = frozenset({"HAD", "CONTAINS", "KNOWS", "FROM", "CONFIRMED_IN", REJECTED_EDGE, *RELATION_OF_EDGE})
+# From the user to the trace of a session it undid.
+UNDID_EDGE = "UNDID"
+_EDGE_TYPES = frozenset({"HAD", "CONTAINS", "KNOWS", "FROM", "CONFIRMED_IN", REJECTED_EDGE, UNDID_EDGE,
+                         *RELATION_OF_EDGE})
 # What every node of a label carries.
 _REQUIRED_ATTRS = {
     "User": {"id"},
@@ -40,9 +43,10 @@ _REQUIRED_ATTRS = {
     "Message": {"id", "user_id", "session_id", "index", "role", "text", "redacted"},
     "Fact": {"id", "user_id", "text", "topic", "kind", "status", "valid_from", "valid_to", "recorded_at", "session_id",
              "embedding"},
+    "UndoneSession": {"user_id", "session_id", "date", "undone_at"},
 }
 _DAY_ATTRS = frozenset({"date", "valid_from", "valid_to", "at"})
-_MOMENT_ATTRS = frozenset({"recorded_at", "reviewed_at"})
+_MOMENT_ATTRS = frozenset({"recorded_at", "reviewed_at", "undone_at"})
 
 
 @dataclass(frozen=True)

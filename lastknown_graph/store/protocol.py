@@ -29,6 +29,7 @@ from lastknown_graph.domain.models import (
     SessionWrite,
     SourceMessage,
     TimelineEvent,
+    UndoneSession,
     UndoReport,
     UserExport,
     WriteOutcome,
@@ -140,7 +141,9 @@ class Store(Protocol):
         Raises UnknownSessionError when the user has no such session (never written, or undone already).
         """
 
-    def undo_session(self, user_id: str, session_id: str, *, cascade: bool = False) -> UndoReport:
+    def undo_session(
+        self, user_id: str, session_id: str, *, cascade: bool = False, undone_at: datetime | None = None,
+    ) -> UndoReport:
         """Undo a session as if it had never been written, in one transaction (docs/graph-model.md, "Undo").
 
         Deletes the facts it added (with every edge and embedding), its messages and the session, withdraws its
@@ -148,7 +151,15 @@ class Store(Protocol):
         built on it (``UndoReport.dependants``) make it an UndoConflictError, changing nothing, unless ``cascade``:
         then they are undone too, newest first. A user left without sessions is deleted (as if never written);
         otherwise the user's revision is bumped, like any write. Raises UnknownSessionError as ``plan_undo`` does.
+
+        In the same transaction each undone session leaves an ``UndoneSession`` trace on the user (its id, date,
+        ``undone_at``, the cascade that took it, and counts; none of its words), which ``undone_sessions`` reads.
+        ``undone_at`` defaults to now (UTC).
         """
+
+    def undone_sessions(self, user_id: str) -> list[UndoneSession]:
+        """The traces of the user's undone sessions, in the order undone (``store.undo.in_undo_order``); empty for
+        an unknown user. ``delete_user`` removes them; exports do not carry them."""
 
     def review_queue(self, user_id: str, band: float, stable_domains: frozenset[str]) -> list[ReviewItem]:
         """The user's retirements not yet reviewed that were decided with little margin, oldest first (by ``at``,

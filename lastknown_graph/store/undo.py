@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 from lastknown_graph.domain.models import (
@@ -29,10 +29,11 @@ from lastknown_graph.domain.models import (
     SessionUndo,
     UndoDependency,
     UndoneFact,
+    UndoneSession,
     UndoReport,
 )
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.errors import UndoConflictError, UnknownSessionError
+from lastknown_graph.errors import InvalidInputError, UndoConflictError, UnknownSessionError
 from lastknown_graph.store.records import to_day
 
 _KIND_OF_RELATION = {
@@ -126,6 +127,21 @@ class UndoPlan:
     session_ids: tuple[str, ...]
     restored_fact_ids: tuple[str, ...]
     removes_user: bool  # no session would be left: the user goes too, as if never written
+
+    def traces(self, undone_at: datetime) -> list[UndoneSession]:
+        """The trace each undone session leaves (none when the user goes too: nothing of the user is left)."""
+        if self.removes_user:
+            return []
+        asked = self.report.session_id
+        return [
+            UndoneSession(
+                session_id=s.session_id, date=s.date, undone_at=undone_at,
+                cascade_of=None if s.session_id == asked else asked, step=step, removed=len(s.removed),
+                restored=len(s.restored), withdrawn_confirmations=len(s.withdrawn_confirmations),
+                withdrawn_disputes=len(s.withdrawn_disputes), messages=len(s.message_ids),
+            )
+            for step, s in enumerate(self.report.sessions)
+        ]
 
     def refuse_unless(self, cascade: bool) -> None:
         """Raise UndoConflictError when later sessions built on the session and ``cascade`` does not take them."""
@@ -266,3 +282,17 @@ def _ended_only_by(graph: UserGraph, fact_id: str, taken: set[str]) -> bool:
 
 def _undone(graph: UserGraph, fact_ids: Iterable[str]) -> tuple[UndoneFact, ...]:
     return tuple(UndoneFact(fact_id=f, text=graph.facts[f].text) for f in sorted(set(fact_ids)))
+
+
+def in_undo_order(traces: Iterable[UndoneSession]) -> list[UndoneSession]:
+    """Undone sessions in the order undone: by ``undone_at``, then their step within one undo."""
+    return sorted(traces, key=lambda t: (t.undone_at, t.step, t.session_id))
+
+
+def undo_moment(undone_at: datetime | None) -> datetime:
+    """When an undo happens: the caller's aware moment in UTC, or now."""
+    if undone_at is None:
+        return datetime.now(UTC)
+    if undone_at.tzinfo is None or undone_at.utcoffset() is None:
+        raise InvalidInputError(f"undone_at must be an aware datetime, got {undone_at!r}")
+    return undone_at.astimezone(UTC)

@@ -645,9 +645,10 @@ def test_reviewed_retirements_and_the_timeline_graph_show_accepted_and_rejected_
     rows = run(driver, "audit_reviewed_retirements", user_id=user)
     assert [(r["review"], r["reviewed_at"], r["old_fact_text"], r["old_status"], r["new_fact_text"], r["session_id"],
              r["at"], r["stage"], r["still_true_probability"], r["flag_bar"]) for r in rows] == [
-        ("accepted", accepted_at, "Works at a bakery", "retired", "Works at a cafe", "s-mar", SEP, "stage2", 0.55, 0.62),
-        ("rejected", rejected_at, "Lives in Ghent", "current", "Lives somewhere hot", "s-mar", SEP, "stage2", None,
-         None),
+        ("accepted", accepted_at, "Works at a bakery", "retired", "Works at a cafe", "s-mar", SEP, "stage2",
+         0.55, 0.62),
+        ("rejected", rejected_at, "Lives in Ghent", "current", "Lives somewhere hot", "s-mar", SEP, "stage2",
+         None, None),
     ]  # the cat's retirement was never reviewed
     graph = [(r["part"], tuple(node_key(n) for n in r["path"].nodes)) for r in run(
         driver, "audit_timeline_graph", user_id=user) if r["part"] in ("supersedes", "supersedes_rejected")]

@@ -7,18 +7,33 @@ exactly the memory before the undo.
 
 from __future__ import annotations
 
-from datetime import date
+import uuid
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from neo4j import ManagedTransaction
+from neo4j import GraphDatabase, ManagedTransaction
 
-from lastknown_graph.domain.models import DependencyKind, FactStatus, SessionWrite, UndoDependency, UserExport
-from lastknown_graph.errors import StoreError, UndoConflictError, UnknownSessionError, UnknownUserError
+from lastknown_graph.domain.models import (
+    DependencyKind,
+    FactStatus,
+    SessionWrite,
+    UndoDependency,
+    UndoneSession,
+    UserExport,
+)
+from lastknown_graph.errors import (
+    InvalidInputError,
+    StoreError,
+    UndoConflictError,
+    UnknownSessionError,
+    UnknownUserError,
+)
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from tests.builders import DIMENSION, SessionBuilder, near, new_user, vec
-from tests.store_files import store_files
+from tests.store_files import files_holding, store_files
 
 
 def export(store: Store, user: str) -> UserExport:
@@ -302,3 +317,124 @@ def test_a_failed_save_leaves_the_embedded_file_and_memory_as_they_were(
     assert store_files(path) == saved
     assert export(store, user) == before
     assert export(EmbeddedStore(path), user) == before
+
+
+# ---------------------------------------------------------------------------------------------- the trace of an undo
+
+def holding(store: Store, needle: str) -> list[str]:
+    """Where in the whole store (every file of the embedded store, every property in Neo4j) ``needle`` occurs."""
+    if isinstance(store, EmbeddedStore):
+        assert store.path is not None
+        return files_holding(store.path, needle.encode("utf-8"))
+    assert isinstance(store, Neo4jStore)
+    with GraphDatabase.driver(store.uri, auth=("neo4j", "unused")) as driver:
+        records, _, _ = driver.execute_query(CypherLibrary().get("scan_for_trace").text, needle=needle, embedding=[])
+    return [f"{r['holder']} {r['labels']} {r['key']}" for r in records]
+
+
+UNDONE_AT = datetime(2024, 9, 10, 8, 15, tzinfo=UTC)
+
+
+def test_an_undone_session_leaves_a_trace_with_its_counts_and_none_of_its_words(store: Store) -> None:
+    user = new_user()
+    ids, _, _ = portland_then_phoenix(store, user)
+    words = f"grey days {uuid.uuid4().hex}"  # only this user's words hold it, in a database shared by tests
+    third = SessionBuilder(user, "s-oct", date(2024, 10, 1))
+    third.dispute(ids["rain"], third.fact(f"Dislikes {words}", "weather_attitude", vec(6), inferred=True),
+                  reason="once, in passing")
+    write(store, third)
+    assert store.undone_sessions(user) == []
+    assert holding(store, words) != [], "scan blind"
+
+    store.undo_session(user, "s-oct", undone_at=UNDONE_AT)
+    store.undo_session(user, "s-sep", undone_at=UNDONE_AT + timedelta(hours=1))
+
+    assert store.undone_sessions(user) == [
+        UndoneSession(session_id="s-oct", date=date(2024, 10, 1), undone_at=UNDONE_AT, step=0, removed=1, restored=0,
+                      withdrawn_confirmations=0, withdrawn_disputes=1, messages=1),
+        # September added two facts (each from a turn of its own), retired Portland, expired the train and
+        # confirmed the rain in a third turn.
+        UndoneSession(session_id="s-sep", date=date(2024, 9, 3), undone_at=UNDONE_AT + timedelta(hours=1), step=0,
+                      removed=2, restored=2, withdrawn_confirmations=1, withdrawn_disputes=0, messages=3),
+    ]
+    assert holding(store, words) == []
+    # The trace is beside the memory, not in it: the export holds February alone.
+    assert [s.id for s in export(store, user).sessions] == ["s-feb"]
+
+
+def test_a_cascade_leaves_a_trace_of_each_session_it_undid_in_the_order_undone(store: Store) -> None:
+    user = new_user()
+    first = SessionBuilder(user, "s-1", date(2024, 1, 1))
+    job = first.fact("Works as a teacher", "job", vec(10))
+    write(store, first)
+    second = SessionBuilder(user, "s-2", date(2024, 2, 1))
+    second.confirm(job, "Still teaching, yes.")
+    city = second.fact("Lives in Leeds", "location", vec(11))
+    write(store, second)
+    unrelated = SessionBuilder(user, "s-3", date(2024, 3, 1))
+    unrelated.fact("Plays the cello", "hobby", vec(12))
+    write(store, unrelated)
+    third = SessionBuilder(user, "s-4", date(2024, 2, 15))  # dated before s-3, written after: built on s-2
+    third.retire(city, third.fact("Lives in York", "location", near(vec(11), 0.5, 13)))
+    write(store, third)
+
+    store.undo_session(user, "s-1", cascade=True, undone_at=UNDONE_AT)
+
+    traces = store.undone_sessions(user)
+    assert [(t.session_id, t.cascade_of, t.step, t.removed, t.restored, t.withdrawn_confirmations, t.messages)
+            for t in traces] == [
+        ("s-4", "s-1", 0, 1, 0, 0, 1),  # its York fact; Leeds goes with s-2, so it is not "restored"
+        ("s-2", "s-1", 1, 1, 0, 0, 2),  # its confirmation is of s-1's fact, which the same undo removes
+        ("s-1", None, 2, 1, 0, 0, 1),
+    ]
+    assert {t.undone_at for t in traces} == {UNDONE_AT} and [t.date for t in traces] == [
+        date(2024, 2, 15), date(2024, 2, 1), date(2024, 1, 1)]
+
+
+def test_the_same_session_can_be_written_and_undone_again_each_undo_leaving_its_trace(store: Store) -> None:
+    user = new_user()
+    ids, _, sep = portland_then_phoenix(store, user)
+    written = export(store, user)
+    store.undo_session(user, "s-sep", undone_at=UNDONE_AT)
+    assert store.apply(sep).applied
+    assert export(store, user) == written  # as before the undo: the trace is beside the memory, not in it
+    assert store.facts_by_id(user, [ids["portland"]])[0].status is FactStatus.RETIRED
+    store.undo_session(user, "s-sep", undone_at=UNDONE_AT + timedelta(days=1))
+    assert [(t.session_id, t.undone_at) for t in store.undone_sessions(user)] == [
+        ("s-sep", UNDONE_AT), ("s-sep", UNDONE_AT + timedelta(days=1))]
+
+
+def test_deleting_the_user_or_undoing_its_last_session_removes_every_trace(store: Store) -> None:
+    user = new_user()
+    portland_then_phoenix(store, user)
+    store.undo_session(user, "s-sep", undone_at=UNDONE_AT)
+    assert holding(store, user) != [] and len(store.undone_sessions(user)) == 1
+    assert store.delete_user(user)
+    assert store.undone_sessions(user) == [] and holding(store, user) == []
+
+    # The last session undone: the user goes, with the traces of the sessions undone before.
+    other = new_user()
+    portland_then_phoenix(store, other)
+    store.undo_session(other, "s-sep", undone_at=UNDONE_AT)
+    store.undo_session(other, "s-feb", undone_at=UNDONE_AT + timedelta(hours=1))
+    assert other not in store.list_users()
+    assert store.undone_sessions(other) == [] and holding(store, other) == []
+
+
+def test_an_undo_needs_an_aware_moment(store: Store) -> None:
+    user = new_user()
+    portland_then_phoenix(store, user)
+    before = export(store, user)
+    with pytest.raises(InvalidInputError, match="aware"):
+        store.undo_session(user, "s-sep", undone_at=datetime(2024, 9, 10, 8, 15))
+    assert export(store, user) == before and store.undone_sessions(user) == []
+
+
+def test_an_embedded_trace_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "memory.json"
+    store = EmbeddedStore(path)
+    store.ensure_schema(DIMENSION)
+    user = new_user()
+    portland_then_phoenix(store, user)
+    store.undo_session(user, "s-sep", undone_at=UNDONE_AT)
+    assert EmbeddedStore(path).undone_sessions(user) == store.undone_sessions(user) != []

@@ -43,6 +43,7 @@ from lastknown_graph.domain.models import (
     SessionWrite,
     SourceMessage,
     TimelineEvent,
+    UndoneSession,
     UndoReport,
     UserExport,
     WriteOutcome,
@@ -82,7 +83,7 @@ from lastknown_graph.store.records import (
 )
 from lastknown_graph.store.review import RetirementLink, chosen_retirement
 from lastknown_graph.store.turns import UserTurns
-from lastknown_graph.store.undo import UserGraph, plan_undo, user_graph
+from lastknown_graph.store.undo import UserGraph, in_undo_order, plan_undo, undo_moment, user_graph
 from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
 
 SCHEMA_VERSION = 1
@@ -342,9 +343,12 @@ class Neo4jStore:
         graph = self._read("plan an undo", lambda tx: self._undo_graph(tx, user_id))
         return plan_undo(graph, user_id, session_id, dry_run=True).report
 
-    def undo_session(self, user_id: str, session_id: str, *, cascade: bool = False) -> UndoReport:
+    def undo_session(
+        self, user_id: str, session_id: str, *, cascade: bool = False, undone_at: datetime | None = None,
+    ) -> UndoReport:
         check_identifier(user_id)
         check_identifier(session_id)
+        moment = undo_moment(undone_at)
 
         def work(tx: ManagedTransaction) -> UndoReport:
             if not self._run(tx, "lock_user", user_id=user_id):  # then read what no other write can change now
@@ -354,13 +358,25 @@ class Neo4jStore:
             plan.refuse_unless(cascade)
             self._run(tx, "undo_sessions", user_id=user_id, session_ids=list(plan.session_ids),
                       restored_fact_ids=list(plan.restored_fact_ids))
-            self._run(tx, "delete_user" if plan.removes_user else "bump_user_revision", user_id=user_id)
+            if plan.removes_user:
+                self._run(tx, "delete_user", user_id=user_id)  # with the traces of earlier undos
+            else:
+                self._run(tx, "bump_user_revision", user_id=user_id)
+                self._run(tx, "write_undone_sessions", user_id=user_id,
+                          undone=[trace.model_dump() for trace in plan.traces(moment)])
             return plan.report
 
         try:
             return self._write(f"undo session {session_id!r}", work)
         finally:
             self._histories.drop(user_id)
+
+    def undone_sessions(self, user_id: str) -> list[UndoneSession]:
+        rows = self._query("undone_sessions", user_id=check_identifier(user_id))
+        return in_undo_order(
+            UndoneSession(**row | {"date": to_day(row["date"]), "undone_at": to_moment(row["undone_at"])})
+            for row in rows
+        )
 
     def review_queue(self, user_id: str, band: float, stable_domains: frozenset[str]) -> list[ReviewItem]:
         rows = self._query("review_queue", user_id=check_identifier(user_id), band=float(band),
