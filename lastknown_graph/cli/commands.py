@@ -115,7 +115,8 @@ def run_timeline(args: argparse.Namespace, rt: Runtime) -> int:
         return EXIT_OK
     target = Path(args.html)
     # The queue with the reader's band (LASTKNOWN_REVIEW_BAND): the page marks what `lastknown review` would list.
-    page = render_timeline_html(user, reader.history(), events, review_queue=reader.review())
+    page = render_timeline_html(user, reader.history(), events, review_queue=reader.review(),
+                                undone=reader.undone_sessions())
     try:
         target.write_text(page, encoding="utf-8")
     except OSError as exc:

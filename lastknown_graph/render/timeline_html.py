@@ -14,6 +14,11 @@ Reviews (docs/graph-model.md, "Review") mark the retirement arrows: a retirement
 ``accepted``, one still in the review queue (when the caller passes the queue) ``awaiting review``. A retirement the
 user rejected is no retirement: the older fact is current again, so its bar runs on past the newer fact, and a dashed
 ``rejected`` arrow shows where the retirement had been.
+
+A session that was undone left no fact to draw, only its trace (docs/graph-model.md, "Undo"): a cross on the axis on
+the session's day with a dotted line down the lanes, its tooltip saying when it was undone (and by which cascade)
+and how much it changed, and a table under the changes. The trace holds none of the user's words, so neither does
+the page.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from lastknown_graph.domain.models import (
     ReviewVerdict,
     TimelineEvent,
     TimelineEventKind,
+    UndoneSession,
 )
 
 # ---------------------------------------------------------------------------------------------- geometry
@@ -123,6 +129,9 @@ svg text { fill: var(--ink); }
 .expires path { stroke: #59616a; stroke-width: 1.1; }
 .contradicts path { stroke: #a65d00; stroke-width: 1.6; stroke-dasharray: 2 3; }
 .rejected path { stroke: #2f7fc1; stroke-width: 1.6; stroke-dasharray: 7 4; }
+.undone line.trace { stroke: #7a3e9d; stroke-width: 1; stroke-dasharray: 1 3; }
+.undone path, .undone-mark { stroke: #7a3e9d; stroke-width: 2; fill: none; }
+.undone circle.hover-area { fill: transparent; stroke: none; }
 .arrow-label { font-size: 11px; paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 .supersedes .arrow-label { fill: #9e1c1c; font-weight: 600; }
 .expires .arrow-label { fill: #59616a; }
@@ -261,13 +270,15 @@ def _arrows(history: Sequence[HistoryEntry], events: Sequence[TimelineEvent], qu
     return sorted(arrows.values(), key=lambda a: (a.at, a.relation, a.new_id, a.old_id))
 
 
-def _scale(facts: Sequence[Fact], events: Sequence[TimelineEvent]) -> _Scale:
+def _scale(facts: Sequence[Fact], events: Sequence[TimelineEvent], undone: Sequence[UndoneSession]) -> _Scale:
     """Dates to x: the first day at PLOT_LEFT, and the axis as long as lets the label of every fact fit."""
     days = [f.valid_from for f in facts] + [f.valid_to for f in facts if f.valid_to is not None]
     days += [e.at for e in events]
-    start, latest = min(days), max(days)
-    tail = max(1, round((latest - start).days * TAIL_FRACTION))
-    end = max(_plus_days(latest, tail), _plus_days(start, MIN_AXIS_DAYS))
+    # An undone session's day widens the axis but is no record: "latest record" stays the memory's.
+    start, latest = min(days + [u.date for u in undone]), max(days)
+    last = max([latest, *(u.date for u in undone)])
+    tail = max(1, round((last - start).days * TAIL_FRACTION))
+    end = max(_plus_days(last, tail), _plus_days(start, MIN_AXIS_DAYS))
     unfitted = _Scale(start, latest, end, CHART_WIDTH - RIGHT_MARGIN)
     right = unfitted.right
     for fact in facts:
@@ -503,6 +514,33 @@ def _review_state(arrow: _Arrow) -> str:
     return "awaiting" if arrow.awaiting_review else ""
 
 
+UNDONE_MARK_Y: Final = AXIS_HEIGHT - 10  # the cross sits on the axis, below the tick labels, above the lanes
+UNDONE_MARK_HALF: Final = 4
+
+
+def _undone_title(trace: UndoneSession) -> str:
+    how = f" by the cascade of session {trace.cascade_of}" if trace.cascade_of else ""
+    counts = (f"{trace.removed} fact{'s' if trace.removed != 1 else ''} removed, {trace.restored} restored, "
+              f"{trace.withdrawn_confirmations} confirmation{'s' if trace.withdrawn_confirmations != 1 else ''} and "
+              f"{trace.withdrawn_disputes} dispute{'s' if trace.withdrawn_disputes != 1 else ''} withdrawn, "
+              f"{trace.messages} message{'s' if trace.messages != 1 else ''} deleted")
+    return (f"session {trace.session_id} of {trace.date.isoformat()}: undone at "
+            f"{trace.undone_at.isoformat(timespec='minutes')}{how}\n{counts}")
+
+
+def _undone_svg(trace: UndoneSession, scale: _Scale, bottom: float) -> str:
+    x, y, h = scale.x(trace.date), UNDONE_MARK_Y, UNDONE_MARK_HALF
+    cross = f"M{_num(x - h)},{_num(y - h)} L{_num(x + h)},{_num(y + h)} M{_num(x - h)},{_num(y + h)} " \
+            f"L{_num(x + h)},{_num(y - h)}"
+    return (
+        f'<g class="undone" data-session-id="{_e(trace.session_id)}" data-date="{trace.date.isoformat()}" '
+        f'data-undone-at="{trace.undone_at.isoformat()}" data-cascade-of="{_e(trace.cascade_of or "")}">'
+        f"<title>{_e(_undone_title(trace))}</title>"
+        f'<line class="trace" x1="{_num(x)}" y1="{_num(y + h)}" x2="{_num(x)}" y2="{_num(bottom)}"/>'
+        f'<path d="{cross}"/><circle class="hover-area" cx="{_num(x)}" cy="{_num(y)}" r="{h + 4}"/></g>'
+    )
+
+
 def _markers() -> str:
     colours = {"supersedes": "#9e1c1c", "expires": "#59616a", "contradicts": "#a65d00", "rejected": "#2f7fc1"}
     return "<defs>" + "".join(
@@ -521,9 +559,10 @@ class _Chart:
     placed: dict[str, _Placed]
 
 
-def _chart(history: Sequence[HistoryEntry], events: Sequence[TimelineEvent], queue: Sequence[ReviewItem]) -> _Chart:
+def _chart(history: Sequence[HistoryEntry], events: Sequence[TimelineEvent], queue: Sequence[ReviewItem],
+           undone: Sequence[UndoneSession]) -> _Chart:
     facts = [e.fact for e in sorted(history, key=lambda e: (e.fact.valid_from, e.fact.recorded_at, e.fact.id))]
-    scale = _scale(facts, events)
+    scale = _scale(facts, events, undone)
     arrows = _arrows(history, events, queue, {f.id for f in facts})
     layout = _layout(facts, arrows, scale)
     topics, placed, rows_per_lane = layout.topics, layout.placed, layout.rows_per_lane
@@ -567,6 +606,7 @@ def _chart(history: Sequence[HistoryEntry], events: Sequence[TimelineEvent], que
         f'y2="{_num(bottom)}"/><text class="latest-label" x="{_num(latest_x - 4 if left_of_line else latest_x + 4)}" '
         f'y="{AXIS_HEIGHT - 6}" text-anchor="{"end" if left_of_line else "start"}">{latest_label}</text></g>'
     )
+    parts += [_undone_svg(trace, scale, bottom) for trace in undone]
     confirmations: dict[str, list[TimelineEvent]] = {}
     for event in events:
         if event.kind is TimelineEventKind.CONFIRMED and event.fact_id in placed:
@@ -608,6 +648,8 @@ def _legend() -> str:
         + arrow("expires", "expires")
         + arrow("contradicts", "disputes")
         + arrow("rejected", "retirement rejected on review: the older fact goes on")
+        + '<span class="item"><svg width="14" height="14" aria-hidden="true"><path class="undone-mark" '
+          'd="M3,3 L11,11 M3,11 L11,3"/></svg>a session undone (on its day; hover for when)</span>'
         + "</div>"
     )
 
@@ -640,6 +682,26 @@ def _changes_table(arrows: Sequence[_Arrow], placed: dict[str, _Placed]) -> str:
     )
 
 
+def _undone_table(undone: Sequence[UndoneSession]) -> str:
+    if not undone:
+        return ""
+    rows = "".join(
+        f'<tr class="undone-session" data-session-id="{_e(t.session_id)}"><td class="when">{t.date.isoformat()}</td>'
+        f"<td>{_e(t.session_id)}</td><td>{t.undone_at.isoformat(timespec='minutes')}</td>"
+        f"<td>{_e(t.cascade_of or '')}</td><td>{t.removed}</td><td>{t.restored}</td>"
+        f"<td>{t.withdrawn_confirmations + t.withdrawn_disputes}</td><td>{t.messages}</td></tr>"
+        for t in undone
+    )
+    return (
+        "<h2>Undone sessions</h2>"
+        '<p class="note">Undone as if never written: what they said is gone, and what they had retired is current '
+        "again. Only this record of the undo is kept.</p>"
+        '<table class="changes undone-sessions"><thead><tr><th>session date</th><th>session</th><th>undone at</th>'
+        "<th>by the cascade of</th><th>facts removed</th><th>restored</th><th>withdrawn</th><th>messages</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table>"
+    )
+
+
 def _page(user_id: str, body: str) -> str:
     return (
         "<!DOCTYPE html>\n"
@@ -652,18 +714,20 @@ def _page(user_id: str, body: str) -> str:
 
 def render_timeline_html(
     user_id: str, history: list[HistoryEntry], events: list[TimelineEvent], *,
-    review_queue: Sequence[ReviewItem] = (),
+    review_queue: Sequence[ReviewItem] = (), undone: Sequence[UndoneSession] = (),
 ) -> str:
     """A self-contained HTML page: the user's facts on a time axis by topic, with retirements as arrows.
 
     ``history`` and ``events`` are what ``Store.history`` and ``Store.timeline`` return for the user:
     the bars and arrows come from the history, the "said again" marks from the confirmation events, the reviews
     (accepted, and the arrows of rejected retirements) from the retirement events. ``review_queue`` is what
-    ``MemoryReader.review()`` returns: its retirements are marked "awaiting review".
+    ``MemoryReader.review()`` returns: its retirements are marked "awaiting review". ``undone`` is what
+    ``MemoryReader.undone_sessions()`` returns: each is marked on its day and listed.
     """
     if not history:
-        return _page(user_id, f'<p class="empty">No facts are remembered about {_e(user_id)}.</p>')
-    chart = _chart(history, events, review_queue)
+        return _page(user_id, f'<p class="empty">No facts are remembered about {_e(user_id)}.</p>'
+                     + _undone_table(undone))
+    chart = _chart(history, events, review_queue, undone)
     facts = [p.fact for p in chart.placed.values()]
     topics = len({f.topic for f in facts})
     counts = {relation: sum(1 for a in chart.arrows if a.relation == relation) for relation in ARROW_VERBS}
@@ -677,10 +741,11 @@ def render_timeline_html(
             (counts["rejected"], "rejected on review"),
             (sum(1 for a in chart.arrows if a.awaiting_review), "awaiting review"),
         ) if count)
+        + (f", {len(undone)} session{'s' if len(undone) != 1 else ''} undone" if undone else "")
         + ". Hover over a bar or an arrow for details."
     )
     return _page(
         user_id,
         f'<p class="summary">{_e(summary)}</p>{_legend()}{chart.svg}'
-        f"<h2>Changes</h2>{_changes_table(chart.arrows, chart.placed)}",
+        f"<h2>Changes</h2>{_changes_table(chart.arrows, chart.placed)}{_undone_table(undone)}",
     )

@@ -46,12 +46,15 @@ def chromium() -> str | None:
 
 
 ACCEPTED_AT = datetime(2024, 11, 22, 8, 30, tzinfo=UTC)
+UNDONE_AT = datetime(2024, 11, 24, 7, 45, tzinfo=UTC)
+UNDONE_WORDS = "Is learning the tuba"  # said in a session that was undone: the page must not hold it
 REJECTED_AT = datetime(2024, 11, 23, 19, 5, tzinfo=UTC)
 
 
 def write_scenario(path: Path, user: str) -> dict[str, str]:
     """Sessions over 2024: a move implied by scorpions, a job change, passing moments, a dispute; then reviews: the
-    job change accepted, a pet's retirement rejected (the cat goes on), and the implied move left in the queue."""
+    job change accepted, a pet's retirement rejected (the cat goes on), and the implied move left in the queue; and
+    two sessions undone by one cascade (July's, and August's that said July's fact again)."""
     store = EmbeddedStore(path)
     try:
         feb = SessionBuilder(user, "s-feb", date(2024, 2, 10))
@@ -101,6 +104,13 @@ def write_scenario(path: Path, user: str) -> dict[str, str]:
         store.apply(nov.build())
         store.decide_review(user, ids["bakery"], None, ReviewVerdict.ACCEPTED, ACCEPTED_AT)
         store.decide_review(user, ids["cat"], None, ReviewVerdict.REJECTED, REJECTED_AT)
+        july = SessionBuilder(user, "s-jul", date(2024, 7, 7))
+        tuba = july.fact(UNDONE_WORDS, "hobby", vec(16))
+        store.apply(july.build())
+        august = SessionBuilder(user, "s-aug", date(2024, 8, 11))
+        august.confirm(tuba, "Still practising the tuba every day.")
+        store.apply(august.build())
+        store.undo_session(user, "s-jul", cascade=True, undone_at=UNDONE_AT)
     finally:
         store.close()
     return ids
@@ -175,7 +185,13 @@ PROBE = """
     pwned: typeof window.__pwned !== "undefined", scripts: document.scripts.length,
     resources: performance.getEntriesByType("resource").map(r => r.name),
     laneNames: [...document.querySelectorAll(".lane-name")].map(t => t.textContent),
-    tableRows: document.querySelectorAll("table.changes tbody tr").length,
+    undone: [...document.querySelectorAll("svg.timeline g.undone")].map(g => ({
+      session: g.dataset.sessionId, date: g.dataset.date, cascadeOf: g.dataset.cascadeOf,
+      cross: box(g.querySelector("path")), line: box(g.querySelector("line")),
+      stroke: getComputedStyle(g.querySelector("path")).stroke, title: g.querySelector("title").textContent,
+      x: g.querySelector("path").getBoundingClientRect().left })),
+    undoneRows: document.querySelectorAll("table.undone-sessions tbody tr").length,
+    tableRows: document.querySelectorAll("table.changes tbody tr.change").length,
   };
   const out = document.createElement("pre");
   out.id = "probe-result";
@@ -272,6 +288,24 @@ def test_the_page_renders_every_fact_arrow_and_marker_in_chromium(
     assert cat > puppy and abs(puppy - barista) < 1  # the puppy and the barista start on one day, both still true
     assert "awaiting review" not in {a["label"] for a in seen["arrows"] if a["to"] != ids["portland"]}
 
+    # The undone sessions: a cross on each one's day, with a line down the lanes, and a row each; no words.
+    marks = {u["session"]: u for u in seen["undone"]}
+    assert set(marks) == {"s-jul", "s-aug"} and seen["undoneRows"] == 2
+    assert (marks["s-jul"]["date"], marks["s-jul"]["cascadeOf"]) == ("2024-07-07", "")
+    assert (marks["s-aug"]["date"], marks["s-aug"]["cascadeOf"]) == ("2024-08-11", "s-jul")
+    for mark in marks.values():
+        assert mark["cross"][0] >= 6 and mark["cross"][1] >= 6 and mark["line"][1] > 100, mark
+        assert mark["stroke"] not in ("none", "rgba(0, 0, 0, 0)")
+        assert "undone at 2024-11-24T07:45+00:00" in mark["title"]
+    assert "by the cascade of session s-jul" in marks["s-aug"]["title"]
+    assert "1 fact removed" in marks["s-jul"]["title"]
+    # August's confirmation was of July's fact, which the same undo removed: it counts only its own turn.
+    assert "0 facts removed, 0 restored, 0 confirmations" in marks["s-aug"]["title"]
+    assert "1 message deleted" in marks["s-aug"]["title"]
+    assert marks["s-jul"]["x"] < marks["s-aug"]["x"]
+    tick_left = {label: left for label, left, _ in seen["ticks"]}
+    assert tick_left["Jul 2024"] < marks["s-jul"]["x"] < tick_left["Sep 2024"]
+
     # The fact with a <script> tag shows it as text, and it never ran.
     assert seen["facts"][ids["script"]]["labelText"] == SCRIPT_TEXT
     assert SCRIPT_TOPIC in seen["laneNames"]
@@ -301,6 +335,7 @@ def test_the_page_is_self_contained_and_escapes_user_text(rendered: tuple[Path, 
     assert "@import" not in source and "@font-face" not in source
     assert "<script" not in source
     assert html.escape(SCRIPT_TEXT) in source and html.escape(SCRIPT_TOPIC) in source
+    assert UNDONE_WORDS not in source and "tuba" not in source  # an undone session leaves no words
     for fact_id in ids.values():
         assert f'data-fact-id="{fact_id}"' in source
 
