@@ -3,13 +3,17 @@
 //          fact, the messages each fact came from (or was confirmed by) and their sessions, CONFIRMED_IN edges
 //          and the SUPERSEDES / EXPIRES / CONTRADICTS chains, with the retirements the user rejected on review
 //          (SUPERSEDES_REJECTED: the old fact is current again). One path per row, in date order; `part` says which
-//          piece it is (session, fact, source, confirmed, supersedes, expires, contradicts, supersedes_rejected).
-//          Every node on every path belongs to the user.
+//          piece it is (session, fact, source, confirmed, supersedes, expires, contradicts, supersedes_rejected,
+//          undone: the trace of a session that was undone, on the session's date). Every node on every path
+//          belongs to the user.
 // parameters: $user_id (string)
 // example: :param user_id => "alice"
 CALL () {
   MATCH path = (:User {id: $user_id})-[:HAD]->(s:Session {user_id: $user_id})
   RETURN s.date AS at, 'session' AS part, path
+  UNION ALL
+  MATCH path = (:User {id: $user_id})-[:UNDID]->(t:UndoneSession {user_id: $user_id})
+  RETURN t.date AS at, 'undone' AS part, path
   UNION ALL
   // A zero-length path per fact, so that a fact without any edge still shows up.
   MATCH path = (f:Fact {user_id: $user_id})

@@ -656,3 +656,23 @@ def test_reviewed_retirements_and_the_timeline_graph_show_accepted_and_rejected_
         ("supersedes", (("Fact", cafe), ("Fact", bakery))), ("supersedes", (("Fact", dog), ("Fact", cat))),
         ("supersedes_rejected", (("Fact", hot), ("Fact", ghent))),
     ])
+
+
+def test_the_timeline_graph_shows_the_trace_of_an_undone_session_on_its_day(
+    driver: neo4j.Driver, store: Neo4jStore
+) -> None:
+    user = new_user("audit-undo")
+    feb = SessionBuilder(user, "s-feb", FEB)
+    feb.fact("Lives in Ghent", "location", vec(98))
+    store.apply(feb.build())
+    sep = SessionBuilder(user, "s-sep", SEP)
+    sep.fact("Plays the tuba", "hobby", vec(99))
+    store.apply(sep.build())
+    store.undo_session(user, "s-sep", undone_at=datetime(2024, 9, 10, tzinfo=UTC))
+    rows = run(driver, "audit_timeline_graph", user_id=user)
+    [undone] = [r for r in rows if r["part"] == "undone"]
+    [user_node, trace] = undone["path"].nodes
+    assert (undone["at"], user_node["id"], set(trace.labels), trace["session_id"], trace["removed"]) == (
+        SEP, user, {"UndoneSession"}, "s-sep", 1)
+    assert [x.type for x in undone["path"].relationships] == ["UNDID"]
+    assert "session" not in {r["part"] for r in rows if r["at"] == SEP}  # the session itself is gone
