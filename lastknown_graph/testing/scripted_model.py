@@ -18,9 +18,10 @@ wants. The HTTP double (``testing.scripted_server``) stays for tests of the Open
     memory = Memory(store=EmbeddedStore(), llm=ScriptedModel(answer), embedder=HashedEmbedder())
 
 The write's screening call (purpose "screen", ``ConflictSettings.screening = "one_call"``) is answered from the
-function's stage-1 answers, pair by pair (``testing.screen_from_pairs``), so one function scripts both settings;
-those stage-1 answers are not recorded as calls. ``screen_from_stage1=False`` passes the screening call to the
-function like any other (for tests of how its answer is read).
+function's stage-1 answers, pair by pair, and the answer's batched premise check (purpose "premise_batch") from its
+premise answers, fact by fact (``testing.batched_calls``), so one function scripts both settings; those one-pair
+answers are not recorded as calls. ``screen_from_stage1=False`` passes both batched calls to the function like any
+other (for tests of how their answers are read).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 from lastknown_graph.llm.errors import LLMError, LLMOutputError
 from lastknown_graph.llm.protocol import Messages, T
 from lastknown_graph.llm.usage import UsageMeter
-from lastknown_graph.testing.screen_from_pairs import screen_answer
+from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
 
 CallKind = Literal["structured", "yes_probability", "text"]
 
@@ -101,18 +102,20 @@ class ScriptedModel:
         with self._lock:
             self._calls.append(call)
         if purpose == "screen" and self._screen_from_stage1:
-            result: object = screen_answer(call.last_user_message, self._stage1_answer)
+            result: object = screen_answer(call.last_user_message, lambda m: self._one_pair("stage1", m))
+        elif purpose == "premise_batch" and self._screen_from_stage1:
+            result = premise_batch_answer(call.last_user_message, lambda m: self._one_pair("premise", m))
         else:
             result = self._respond(call)
         if meter is not None:
             meter.record(purpose, sum(len(m.get("content", "")) for m in messages) // 4, 1)
         return result
 
-    def _stage1_answer(self, messages: list[dict[str, str]]) -> float:
-        """What the function answers a per-pair stage 1 with these messages: P(Yes, outdated)."""
-        result = self._respond(ModelCall("stage1", "yes_probability", tuple(messages), None, None))
+    def _one_pair(self, purpose: str, messages: list[dict[str, str]]) -> float:
+        """What the function answers a one-token check of ``purpose`` with these messages: P(Yes)."""
+        result = self._respond(ModelCall(purpose, "yes_probability", tuple(messages), None, None))
         if isinstance(result, bool) or not isinstance(result, int | float) or not 0.0 <= result <= 1.0:
-            raise LLMOutputError(f"scripted stage1 answer {result!r} is not a probability", output=repr(result))
+            raise LLMOutputError(f"scripted {purpose} answer {result!r} is not a probability", output=repr(result))
         return float(result)
 
     def structured(

@@ -53,8 +53,9 @@ requests queue and each waits for those before it (``server.peak_in_flight``: th
 ``max_tokens`` like OpenAI's reasoning models; ``usage=False`` leaves ``usage`` out. The client's
 capability probes (purpose "capabilities") are answered by the server itself unless a rule names
 that purpose. So is a write's screening call (purpose "screen"): from the stage-1 rules, pair by pair, with the
-messages a per-pair stage 1 would send (``testing.screen_from_pairs``; those lookups are not recorded as
-requests), so one script serves both ``ConflictSettings.screening`` settings. A request no rule matches gets a
+messages a per-pair stage 1 would send, and an answer's batched premise check (purpose "premise_batch") from the
+premise rules, fact by fact (``testing.batched_calls``; those lookups are not recorded as requests), so one script
+serves both settings of ``ConflictSettings.screening`` and ``PremiseSettings.checks``. A request no rule matches gets a
 500 naming its purpose and last message, so a missing rule is obvious, unless ``default=`` gives a reply for it.
 
 Every request is recorded (``server.requests``, ``server.chat_requests(purpose)``) with its body,
@@ -89,9 +90,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from lastknown_graph.llm.wire import PROBE_PURPOSE, PURPOSE_HEADER
-from lastknown_graph.testing.screen_from_pairs import screen_answer
+from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
 
 SCREEN_PURPOSE = "screen"
+PREMISE_BATCH_PURPOSE = "premise_batch"
 
 # Fields of OpenAI's chat completions request; ``strict_fields`` refuses any other top-level field.
 OPENAI_CHAT_FIELDS = frozenset({
@@ -542,8 +544,9 @@ class ScriptedLLMServer:
     def _choose(self, request: RecordedRequest) -> Reply | _Answer:
         if request.purpose == PROBE_PURPOSE and not any(rule.purpose == PROBE_PURPOSE for rule in self._rules):
             return Reply.yes(0.9) if request.wants_logprobs else Reply.json({"ok": True})
-        if request.purpose == SCREEN_PURPOSE and not any(rule.purpose == SCREEN_PURPOSE for rule in self._rules):
-            return self._screen_from_stage1(request)
+        if request.purpose in (SCREEN_PURPOSE, PREMISE_BATCH_PURPOSE) and not any(
+                rule.purpose == request.purpose for rule in self._rules):
+            return self._batched_from_one_pair(request)
         for index, rule in enumerate(self._rules):
             if rule.times is not None and self._uses[index] >= rule.times:
                 continue
@@ -559,13 +562,14 @@ class ScriptedLLMServer:
         )
         return _Answer(500, _error_body(message, "no_matching_rule", 500))
 
-    def _screen_from_stage1(self, request: RecordedRequest) -> Reply | _Answer:
-        """The screening answer the stage-1 rules imply (see the module docstring); the caller holds the lock."""
+    def _batched_from_one_pair(self, request: RecordedRequest) -> Reply | _Answer:
+        """The batched answer the one-pair rules imply (see the module docstring); the caller holds the lock."""
         unanswered: list[_Answer] = []
+        one_pair = "stage1" if request.purpose == SCREEN_PURPOSE else "premise"
 
-        def outdated(messages: list[dict[str, str]]) -> float:
+        def yes(messages: list[dict[str, str]]) -> float:
             headers = {k: v for k, v in request.headers.items() if k.lower() != PURPOSE_HEADER.lower()}
-            headers[PURPOSE_HEADER] = "stage1"
+            headers[PURPOSE_HEADER] = one_pair
             body = {"messages": messages, "logprobs": True, "top_logprobs": 20, "max_tokens": 1}
             chosen = self._choose(RecordedRequest(request.method, request.path, headers, body, 0))
             if isinstance(chosen, _Answer):
@@ -575,8 +579,9 @@ class ScriptedLLMServer:
                 return chosen.p_yes
             return 1.0 if (chosen.content or "").strip().lower().startswith("yes") else 0.0
 
-        answer = screen_answer(request.last_user_message, outdated)
-        # A pair no stage-1 rule answers is as obvious a gap in the script as an unanswered stage-1 request.
+        answer: object = (screen_answer(request.last_user_message, yes) if one_pair == "stage1"
+                          else premise_batch_answer(request.last_user_message, yes))
+        # A pair no one-pair rule answers is as obvious a gap in the script as an unanswered one-pair request.
         return unanswered[0] if unanswered else Reply.json(answer)
 
     def _completion(self, request: RecordedRequest, chosen: Reply | _Answer) -> _Answer:
