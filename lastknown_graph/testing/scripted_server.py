@@ -90,7 +90,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from lastknown_graph.llm.wire import PROBE_PURPOSE, PURPOSE_HEADER
-from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
 
 SCREEN_PURPOSE = "screen"
 PREMISE_BATCH_PURPOSE = "premise_batch"
@@ -564,6 +563,10 @@ class ScriptedLLMServer:
 
     def _batched_from_one_pair(self, request: RecordedRequest) -> Reply | _Answer:
         """The batched answer the one-pair rules imply (see the module docstring); the caller holds the lock."""
+        # Imported here, not at the top: ``bench.write_cost --compare`` drives older libraries with this file, and
+        # they have neither the batched prompts nor their readers (nor send these purposes).
+        from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
+
         unanswered: list[_Answer] = []
         one_pair = "stage1" if request.purpose == SCREEN_PURPOSE else "premise"
 
