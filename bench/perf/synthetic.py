@@ -53,7 +53,7 @@ W_NOISE = 0.65
 
 RETIRE_SHARE = 0.1  # of new state facts, the share that retires the latest current fact on its topic
 CONFIRM_SHARE = 0.3  # of sessions, the share that confirms one older current fact
-RETIREMENT_STAGE = "screen_stage2"  # what the pipeline records under the default ConflictSettings.screening
+RETIREMENT_STAGE = "stage2"
 RETIREMENT_REASON = "The later statement replaces the earlier one."
 
 Matrix = npt.NDArray[np.float32]
