@@ -63,7 +63,7 @@ class ConflictSettings:
     # How the pairs that go to stage 2 are chosen. "one_call": one screening call per write lists the pairs where a
     # new fact could end an earlier one (prompts/screen.py); "per_pair": one stage-1 call per pair (with logprobs:
     # P(still true) against the domain's bar; without: every pair goes to stage 2). On the scripted suites the two
-    # retire the same facts, one_call with 3.4 calls per write on a user of 100 facts against 29.8
+    # retire the same facts, one_call with 3.5 calls per write on a user of 100 facts against 29.8
     # (bench/results/write-cost.md). Per-pair stage 1 has a measured AUC of 0.92 on Qwen2.5-Coder-1.5B; the screen's
     # judgment on a real model is not measured yet.
     screening: Literal["per_pair", "one_call"] = "one_call"
