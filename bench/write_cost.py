@@ -72,7 +72,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "results" / "write-cost.md"
 COMMAND = "python -m bench.write_cost"
-PURPOSES = ("extraction", "stage1", "stage2", "premise", "answer")
+PURPOSES = ("extraction", "screen", "stage1", "stage2", "premise", "premise_batch", "answer")
 THIS_CHECKOUT = "this checkout"
 SEQUENTIAL = "sequential"
 HEADLINE_SIZE = 100
@@ -430,7 +430,7 @@ def write_rows(steps: Sequence[Step]) -> list[list[object]]:
         rows.append([
             library, setting, size, len(mine),
             f"**{statistics.mean(calls):.2f}** ({min(calls)}–{max(calls)})",
-            *[_fmt(_mean([s.calls.get(p, 0) for s in mine]), 2) for p in ("extraction", "stage1", "stage2")],
+            *[_fmt(_mean([s.calls.get(p, 0) for s in mine]), 2) for p in ("extraction", "screen", "stage1", "stage2")],
             _fmt(_mean([s.prompt_tokens for s in mine]), 0), _fmt(_mean([s.completion_tokens for s in mine]), 0),
             _fmt(_mean(evaluated), 0) if len(evaluated) == len(mine) else "-",
             _fmt(_mean(last), 0) if len(last) == len(mine) else "-",
@@ -446,6 +446,7 @@ def ask_rows(steps: Sequence[Step]) -> list[list[object]]:
         rows.append([
             library, setting, size, len(mine), f"**{statistics.mean(s.total_calls for s in mine):.2f}**",
             _fmt(_mean([s.calls.get("premise", 0) for s in mine]), 2),
+            _fmt(_mean([s.calls.get("premise_batch", 0) for s in mine]), 2),
             _fmt(_mean([s.calls.get("answer", 0) for s in mine]), 2),
             sum(s.effect.get("premise_notes", 0) for s in mine),
             _fmt(_mean([s.prompt_tokens for s in mine]), 0), _fmt(_mean([s.wall_s for s in mine]), 3),
@@ -543,7 +544,10 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
             "(a server without a prompt cache).",
             f"- Stage 1 answers P(still true) = {DEFAULT_STILL_TRUE} for every pair the scenario does not script, "
             "so a background fact among the candidates costs one stage-1 call and no stage 2 (a real model might "
-            "flag some: the scripted calls are a lower bound on stage 2).",
+            "flag some: the scripted calls are a lower bound on stage 2). The screening call (the default "
+            "`ConflictSettings.screening=\"one_call\"`) is answered from the same script, pair by pair "
+            "(`lastknown_graph/testing/batched_calls.py`): it lists the pairs whose scripted P(still true) is "
+            "below 0.95, so it flags what stage 1 flags in any domain.",
             "- Wall time: the model's calls (the injected latency), the planning and the in-memory store; the facts "
             "and questions the scripted run embeds are embedded once before the first timing (`CachedEmbedder`: "
             "MiniLM took 0.5-2.5 s a call on this loaded machine, which would drown what is measured here).",
@@ -573,18 +577,20 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
         "\"retired\" = retirements over all the writes of the row.",
         "",
         *markdown_table(
-            ["library", "setting", "user facts", "writes", "calls per write (min–max)", "extraction", "stage 1",
-             "stage 2", f"prompt {unit}", f"completion {unit}", f"evaluated ({CACHED_PROMPTS}-prompt cache)"
+            ["library", "setting", "user facts", "writes", "calls per write (min–max)", "extraction", "screen",
+             "stage 1", "stage 2", f"prompt {unit}", f"completion {unit}", f"evaluated ({CACHED_PROMPTS}-prompt cache)"
              if not real else "evaluated (server log)", "evaluated (last prompt only)", "wall s", "retired"],
             write_rows(steps), align_left=2,
         ),
         "",
         "## Per answer",
         "",
-        "Calls per `ask()`: one answer plus one premise check per retired fact close to the question.",
+        "Calls per `ask()`: one answer plus the premise checks of the retired facts close to the question: one "
+        "one-token check per fact (\"premise\"), or, with two or more such facts and the default "
+        "`PremiseSettings.checks=\"one_call\"`, one batched call (\"premise batch\").",
         "",
-        *markdown_table(["library", "setting", "user facts", "asks", "calls per ask", "premise", "answer",
-                         "premise notes", f"prompt {unit}", "wall s"], ask_rows(steps), align_left=2),
+        *markdown_table(["library", "setting", "user facts", "asks", "calls per ask", "premise", "premise batch",
+                         "answer", "premise notes", f"prompt {unit}", "wall s"], ask_rows(steps), align_left=2),
     ]
     others = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and s.setting != SEQUENTIAL})
     if others:

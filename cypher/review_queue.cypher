@@ -6,7 +6,8 @@
 //          fact without a domain). Overtaken late facts are not reviewed. Oldest first.
 // parameters: $user_id (string), $band (float), $verdict_stages (list of strings), $evidence_stage (string),
 //             $stable_domains (list of strings)
-// example: :param user_id => "alice"; :param band => 0.1; :param verdict_stages => ["stage2", "stage1_confident"];
+// example: :param user_id => "alice"; :param band => 0.1;
+//          :param verdict_stages => ["stage2", "stage1_confident", "screen_stage2"];
 //          :param evidence_stage => "evidence"; :param stable_domains => ["biographical", "unassigned"]
 MATCH (new:Fact {user_id: $user_id})-[r:SUPERSEDES]->(old:Fact {user_id: $user_id})
 WHERE r.review IS NULL AND NOT coalesce(r.overtaken, false)

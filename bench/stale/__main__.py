@@ -120,6 +120,9 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--stage1-flag-below", type=float, default=None,
                     help="memory: send a pair to stage 2 when stage 1's P(still true) is below this (default: by the "
                          "fact's volatility, 0.60-0.95); a small model's stage-1 scores sit in a narrow band")
+    go.add_argument("--screening", choices=("one_call", "per_pair"), default="one_call",
+                    help="memory: ConflictSettings.screening (default one_call, the library's: one screening call "
+                         "per write; per_pair: one stage-1 call per pair, with its P(still true) recorded)")
     go.add_argument("--retry-errors", action="store_true", help="rerun scenarios recorded with a system or judge error")
     go.add_argument("--no-progress", action="store_true", help="no progress bar")
     go.add_argument("--verbose", action="store_true", help="the library's INFO log (what the client fell back to)")
@@ -276,6 +279,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "judge_prompt": _shown(judge_prompt) if judged else None,
             "extras_prompt": _shown(extras_prompt) if judged else None,
             "answer_max_tokens": args.answer_max_tokens, "stage1_flag_below": args.stage1_flag_below,
+            "screening": args.screening,
             "embedder": embedder.name if behaviour is None else "scripted hashed-word vectors (384-d)",
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
             "history_max_chars": args.history_max_chars, "rag_k": args.rag_k,
@@ -291,7 +295,8 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                        progress=not args.no_progress, meta=meta)
         resources = Resources(llm=llm, embedder=embedder, neo4j=neo4j, history_max_chars=args.history_max_chars,
                               rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens,
-                              conflict_settings=ConflictSettings(stage1_flag_below=args.stage1_flag_below),
+                              conflict_settings=ConflictSettings(stage1_flag_below=args.stage1_flag_below,
+                                                                screening=args.screening),
                               peers=peer_config)
         try:
             summary = run(plan, resources, judge)

@@ -6,6 +6,8 @@ from enum import StrEnum
 class Stage(StrEnum):
     STAGE1 = "stage1"  # the one-token check: the earlier fact is still true, nothing more asked
     STAGE2 = "stage2"  # the reasoning check decided
+    SCREEN = "screen"  # the write's one screening call did not list the pair: the earlier fact is still true
+    SCREEN_STAGE2 = "screen_stage2"  # the screening call listed the pair and the reasoning check decided
     # a confident stage 1 decided because stage 2's "still true" only restated the question (no reason about the pair)
     STAGE1_CONFIDENT = "stage1_confident"
     EVIDENCE = "evidence"  # enough inferred contradictions retired a well-confirmed fact

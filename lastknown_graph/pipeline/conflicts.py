@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
+from typing import Literal
 
 from lastknown_graph.domain.models import CandidateProbe, Fact, FactKind, ProbeCandidates
 from lastknown_graph.domain.stages import Stage
@@ -59,6 +60,13 @@ class ConflictSettings:
     # run, the 3 such pairs below 0.4 were changes (a city for a small town, a house for a small apartment, a
     # software job for night shifts); the 2 at 0.48 and 0.49 paired a job the model had made up with a job and a city.
     unreasoned_keep_overruled_below: float = 0.4
+    # How the pairs that go to stage 2 are chosen. "one_call": one screening call per write lists the pairs where a
+    # new fact could end an earlier one (prompts/screen.py); "per_pair": one stage-1 call per pair (with logprobs:
+    # P(still true) against the domain's bar; without: every pair goes to stage 2). On the scripted suites the two
+    # retire the same facts, one_call with 3.5 calls per write on a user of 100 facts against 29.8
+    # (bench/results/write-cost.md). Per-pair stage 1 has a measured AUC of 0.92 on Qwen2.5-Coder-1.5B; the screen's
+    # judgment on a real model is not measured yet.
+    screening: Literal["per_pair", "one_call"] = "one_call"
 
 
 @dataclass(frozen=True)
@@ -174,6 +182,25 @@ def judge_pair(
         bar = flag_bar(settings, earlier_volatility)
         if probability >= bar:
             return PairDecision(False, Stage.STAGE1, probability, "stage 1: earlier fact still true", bar)
+    return stage2_decision(llm, meter, earlier, later_text, later_day, later_evidence, settings, probability,
+                           bar=bar)
+
+
+def stage2_decision(
+    llm: ChatModel,
+    meter: UsageMeter,
+    earlier: Fact,
+    later_text: str,
+    later_day: date,
+    later_evidence: list[str],
+    settings: ConflictSettings,
+    probability: float | None,
+    stage: Stage = Stage.STAGE2,
+    bar: float | None = None,
+) -> PairDecision:
+    """Stage 2 for a flagged pair; ``probability`` is stage 1's P(still true) and ``bar`` what it was compared
+    with, both None when there was none (no logprobs, or the pair was flagged by the screen: ``stage`` then says
+    so)."""
     verdict = llm.structured(
         conflict_verdict_messages(earlier.text, earlier.valid_from, later_text, later_day, later_evidence),
         ConflictVerdict,
@@ -188,5 +215,5 @@ def judge_pair(
         return PairDecision(True, Stage.STAGE1_CONFIDENT, probability,
                             f"stage 1: P(still true) {probability:.2f}; stage 2's reason only restated the question "
                             f"({reasoning})", bar)
-    return PairDecision(verdict.verdict == "no_longer_true", Stage.STAGE2, probability, reasoning,
+    return PairDecision(verdict.verdict == "no_longer_true", stage, probability, reasoning,
                         bar if probability is not None else None)

@@ -55,6 +55,7 @@ from lastknown_graph.pipeline.conflicts import (
     judge_pair,
     moment_expires,
     select_candidates,
+    stage2_decision,
 )
 from lastknown_graph.pipeline.decisions import (
     Add,
@@ -82,6 +83,7 @@ from lastknown_graph.pipeline.grounding import (
     shares_no_word,
     ungrounded_terms,
 )
+from lastknown_graph.pipeline.screening import ScreenItem, screen_write
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.extraction import (
     MAX_FACTS_PER_CONVERSATION,
@@ -215,6 +217,8 @@ class PlanningMemo:
     extraction: Extraction | None = None
     embeddings: list[list[float]] | None = None
     decisions: dict[PairKey, PairDecision] = field(default_factory=dict)
+    # The screening call's answer per pair (True: listed, goes to stage 2); a re-plan screens only pairs not in it.
+    screened: dict[PairKey, bool] = field(default_factory=dict)
 
 
 def pair_key(earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairKey:
@@ -259,12 +263,57 @@ class _Planner:
             self.memo.decisions[key] = decision
         counts = self.checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
         counts[0] += 1
-        counts[1] += decision.stage in (Stage.STAGE2, Stage.STAGE1_CONFIDENT)
+        counts[1] += decision.stage in (Stage.STAGE2, Stage.STAGE1_CONFIDENT, Stage.SCREEN_STAGE2)
         return decision
 
     def _judge(self, earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
+        listed = self.memo.screened.get(pair_key(earlier, later_text, later_day, later_words))
+        if listed is False:
+            return PairDecision(False, Stage.SCREEN, None, "screen: not listed as a possible change")
+        if listed:
+            return stage2_decision(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
+                                   None, Stage.SCREEN_STAGE2)
+        # Not screened (per-pair setting, a later-stated fact, or an unreadable screen): stage 1, then stage 2.
         return judge_pair(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
                           earlier_volatility=self.priors.of(earlier.domain))
+
+    def earlier_candidates(self, found_for_fact: ProbeCandidates, topic: str) -> list[Candidate]:
+        """The candidates a new fact is checked against: stated on or before this conversation's day."""
+        found = select_candidates(found_for_fact, topic, self.settings)
+        return [c for c in found if c.fact.id not in self.touched and c.fact.valid_from <= self.day]
+
+    def screen(self, usable: list[tuple[ExtractedFact, list[int]]], found_per_fact: list[ProbeCandidates]) -> None:
+        """Ask the screening call about every (new state fact, earlier state fact) pair the plan may check and has
+        not screened before; the answers wait in the memo for ``_judge``.
+
+        A fact said again word for word checks nothing (``_repetition``), and moments are not judged in pairs, so
+        neither is shown. The pairs of facts stated after this conversation (``_check_later_facts``) turn the roles
+        round and stay per pair: they are rare (conversations written out of date order).
+        """
+        items: list[ScreenItem] = []
+        keys: list[dict[str, PairKey]] = []
+        for (fact, evidence), found_for_fact in zip(usable, found_per_fact, strict=True):
+            found = select_candidates(found_for_fact, fact.topic, self.settings)
+            candidates = self.earlier_candidates(found_for_fact, fact.topic)
+            if FactKind(fact.kind) is not FactKind.STATE or any(is_repetition(fact.text, fact.topic, c) for c in found):
+                continue
+            words = [self.user_messages[i] for i in evidence]
+            pending = {
+                c.fact.id: pair_key(c.fact, fact.text, self.day, words) for c in candidates
+                if c.fact.kind is FactKind.STATE
+            }
+            pending = {fact_id: key for fact_id, key in pending.items() if key not in self.memo.screened}
+            if pending:
+                items.append(ScreenItem(fact.text, [c.fact for c in candidates if c.fact.id in pending]))
+                keys.append(pending)
+        if not items:
+            return
+        flagged = screen_write(self.llm, self.meter, self.day, items)
+        if flagged is None:
+            return
+        for pending, listed in zip(keys, flagged, strict=True):
+            for fact_id, key in pending.items():
+                self.memo.screened[key] = fact_id in listed
 
     def _ask_ahead(self, earlier_facts: list[Fact], later_text: str, later_day: date, later_words: list[str]) -> None:
         """Ask the model about pairs the plan is certain to check, up to ``concurrency`` at once (with concurrency 1
@@ -318,7 +367,7 @@ class _Planner:
         source_ids = tuple(self.messages[i].id for i in evidence)
         # A conversation dated before a fact was stated cannot make that fact stop being true.
         found = select_candidates(found_for_fact, fact.topic, self.settings)
-        candidates = [c for c in found if c.fact.id not in self.touched and c.fact.valid_from <= self.day]
+        candidates = self.earlier_candidates(found_for_fact, fact.topic)
         # ... but a fact stated after it may have made this conversation's fact untrue already
         # (conversations written out of date order: imports, parallel writers).
         later = [c for c in found if c.fact.valid_from > self.day]
@@ -521,6 +570,8 @@ def plan_write(
         recorded_at=datetime.now(UTC), decisions=decisions, retirement_allowance=allowance,
         concurrency=concurrency_of(llm), rejected=rejected,
     )
+    if settings.screening == "one_call":
+        planner.screen(usable, found_per_fact)
     for (fact, evidence), embedding, found_for_fact in zip(usable, embeddings, found_per_fact, strict=True):
         planner.plan_fact(fact, evidence, embedding, found_for_fact)
     # Validated on construction, so a planning bug cannot reach the store.

@@ -1,10 +1,17 @@
-"""Premise guard: does the user's message assume a fact that is no longer true? One-token check.
+"""Premise guard: does the user's message assume a fact that is no longer true? One-token check per fact, or one
+JSON call listing the assumed ones among several (``PremiseSettings.checks``).
 
 Each answer checks every retired fact close to the message, so the question and the message come first and the fact,
 the part that differs from call to call, last (a server's prefix cache then evaluates little more than the fact).
 """
 
 from __future__ import annotations
+
+import json
+import re
+from typing import Final
+
+from pydantic import BaseModel, Field
 
 SYSTEM = (
     "You check whether a user's message takes something for granted. "
@@ -24,3 +31,52 @@ def premise_messages(message: str, retired_fact: str) -> list[dict[str, str]]:
             ),
         },
     ]
+
+
+# ----- several retired facts in one call (PremiseSettings.checks = "one_call") --------------------------------------
+
+
+class AssumedFacts(BaseModel):
+    assumed: list[int] = Field(
+        default_factory=list,
+        description="The numbers of the facts the message takes for granted; an empty list when it assumes none.",
+    )
+
+
+BATCH_SYSTEM = (
+    "You check whether a user's message takes facts about the user for granted. Answer with JSON only: "
+    '{"assumed": [numbers]}, listing each numbered fact the message assumes is true; {"assumed": []} when it '
+    "assumes none of them."
+)
+BATCH_QUESTION: Final = "Which of these facts does the message assume are true?"
+# A worked example, shown as an earlier exchange; far from any scenario a user is likely to bring.
+EXAMPLE_MESSAGE: Final = "Can you recommend a good lock for my red bicycle?"
+EXAMPLE_FACTS: Final = ("Has a grey cat", "Owns a red bicycle", "Works night shifts at a warehouse")
+EXAMPLE_ASSUMED: Final = {"assumed": [2]}
+_FACT_LINE = re.compile(r"^(\d+)\. (.*)$")
+
+
+def _batch(message: str, facts: list[str]) -> str:
+    # As in the one-token check: the question and the message first, the facts last.
+    listed = "\n".join(f"{n}. {' '.join(text.split())}" for n, text in enumerate(facts, start=1))
+    return f"{BATCH_QUESTION}\nMessage: {' '.join(message.split())}\nFacts about the user:\n{listed}"
+
+
+def premise_batch_messages(message: str, retired_facts: list[str]) -> list[dict[str, str]]:
+    """Messages asking which of ``retired_facts`` (numbered from 1) the message assumes."""
+    return [
+        {"role": "system", "content": BATCH_SYSTEM},
+        {"role": "user", "content": _batch(EXAMPLE_MESSAGE, list(EXAMPLE_FACTS))},
+        {"role": "assistant", "content": json.dumps(EXAMPLE_ASSUMED)},
+        {"role": "user", "content": _batch(message, retired_facts)},
+    ]
+
+
+def read_premise_batch(user_message: str) -> tuple[str, dict[int, str]]:
+    """The message and the numbered facts a batched premise request shows: for test doubles that answer it fact by
+    fact (``lastknown_graph.testing``), read from the one place that knows the layout."""
+    lines = user_message.splitlines()
+    if len(lines) < 3 or lines[0] != BATCH_QUESTION or not lines[1].startswith("Message: "):
+        raise ValueError("not a batched premise request")
+    facts = {int(m.group(1)): m.group(2) for line in lines[3:] if (m := _FACT_LINE.match(line))}
+    return lines[1].removeprefix("Message: "), facts

@@ -16,6 +16,12 @@ wants. The HTTP double (``testing.scripted_server``) stays for tests of the Open
         return "Yes."
 
     memory = Memory(store=EmbeddedStore(), llm=ScriptedModel(answer), embedder=HashedEmbedder())
+
+The write's screening call (purpose "screen", ``ConflictSettings.screening = "one_call"``) is answered from the
+function's stage-1 answers, pair by pair, and the answer's batched premise check (purpose "premise_batch") from its
+premise answers, fact by fact (``testing.batched_calls``), so one function scripts both settings; those one-pair
+answers are not recorded as calls. ``screen_from_stage1=False`` passes both batched calls to the function like any
+other (for tests of how their answers are read).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pydantic import BaseModel, ValidationError
 from lastknown_graph.llm.errors import LLMError, LLMOutputError
 from lastknown_graph.llm.protocol import Messages, T
 from lastknown_graph.llm.usage import UsageMeter
+from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
 
 CallKind = Literal["structured", "yes_probability", "text"]
 
@@ -64,11 +71,14 @@ class ScriptedModel:
     the memory sends at once (``respond`` is then called from several threads).
     """
 
-    def __init__(self, respond: Responder, *, logprobs: bool = True, max_concurrent: int = 1) -> None:
+    def __init__(
+        self, respond: Responder, *, logprobs: bool = True, max_concurrent: int = 1, screen_from_stage1: bool = True
+    ) -> None:
         if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
             raise ValueError(f"max_concurrent must be a positive integer, got {max_concurrent!r}")
         self.max_concurrent = max_concurrent
         self._respond = respond
+        self._screen_from_stage1 = screen_from_stage1
         self._capabilities = ScriptedCapabilities(logprobs=logprobs)
         self._lock = threading.Lock()
         self._calls: list[ModelCall] = []
@@ -91,10 +101,22 @@ class ScriptedModel:
         call = ModelCall(purpose, kind, tuple(dict(m) for m in messages), answer_type, max_tokens)
         with self._lock:
             self._calls.append(call)
-        result = self._respond(call)
+        if purpose == "screen" and self._screen_from_stage1:
+            result: object = screen_answer(call.last_user_message, lambda m: self._one_pair("stage1", m))
+        elif purpose == "premise_batch" and self._screen_from_stage1:
+            result = premise_batch_answer(call.last_user_message, lambda m: self._one_pair("premise", m))
+        else:
+            result = self._respond(call)
         if meter is not None:
             meter.record(purpose, sum(len(m.get("content", "")) for m in messages) // 4, 1)
         return result
+
+    def _one_pair(self, purpose: str, messages: list[dict[str, str]]) -> float:
+        """What the function answers a one-token check of ``purpose`` with these messages: P(Yes)."""
+        result = self._respond(ModelCall(purpose, "yes_probability", tuple(messages), None, None))
+        if isinstance(result, bool) or not isinstance(result, int | float) or not 0.0 <= result <= 1.0:
+            raise LLMOutputError(f"scripted {purpose} answer {result!r} is not a probability", output=repr(result))
+        return float(result)
 
     def structured(
         self, messages: Messages, answer: type[T], *, purpose: str, meter: UsageMeter | None = None,

@@ -52,8 +52,13 @@ requests queue and each waits for those before it (``server.peak_in_flight``: th
 (such as ``enable_thinking``) like OpenAI does; ``requires_max_completion_tokens=True`` refuses
 ``max_tokens`` like OpenAI's reasoning models; ``usage=False`` leaves ``usage`` out. The client's
 capability probes (purpose "capabilities") are answered by the server itself unless a rule names
-that purpose. A request no rule matches gets a 500 naming its purpose and last message, so a
-missing rule is obvious, unless ``default=`` gives a reply for it.
+that purpose. So is a write's screening call (purpose "screen"), unless a rule names that purpose or a rule without
+a purpose but with ``when`` matches it (an injected fault): from the rules naming purpose "stage1" (and
+``default``), pair by pair, with the
+messages a per-pair stage 1 would send, and an answer's batched premise check (purpose "premise_batch") from the
+premise rules, fact by fact (``testing.batched_calls``; those lookups are not recorded as requests), so one script
+serves both settings of ``ConflictSettings.screening`` and ``PremiseSettings.checks``. A request no rule matches gets a
+500 naming its purpose and last message, so a missing rule is obvious, unless ``default=`` gives a reply for it.
 
 Every request is recorded (``server.requests``, ``server.chat_requests(purpose)``) with its body,
 headers and the status it got.
@@ -87,6 +92,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from lastknown_graph.llm.wire import PROBE_PURPOSE, PURPOSE_HEADER
+
+SCREEN_PURPOSE = "screen"
+PREMISE_BATCH_PURPOSE = "premise_batch"
 
 # Fields of OpenAI's chat completions request; ``strict_fields`` refuses any other top-level field.
 OPENAI_CHAT_FIELDS = frozenset({
@@ -534,16 +542,27 @@ class ScriptedLLMServer:
                                             param="logprobs"))
         return None
 
-    def _choose(self, request: RecordedRequest) -> Reply | _Answer:
+    def _choose(self, request: RecordedRequest, only_purpose: str | None = None) -> Reply | _Answer:
+        """The reply to ``request``; with ``only_purpose``, from the rules that name that purpose (and ``default``)."""
         if request.purpose == PROBE_PURPOSE and not any(rule.purpose == PROBE_PURPOSE for rule in self._rules):
             return Reply.yes(0.9) if request.wants_logprobs else Reply.json({"ok": True})
+        batched = request.purpose in (SCREEN_PURPOSE, PREMISE_BATCH_PURPOSE) and not any(
+            rule.purpose == request.purpose for rule in self._rules)
         for index, rule in enumerate(self._rules):
             if rule.times is not None and self._uses[index] >= rule.times:
+                continue
+            if only_purpose is not None and rule.purpose != only_purpose:
+                continue
+            if batched and (rule.purpose is not None or rule.when is None):
+                # Of the rules for any purpose, only those with a predicate (how the suites inject a server
+                # fault) see a batched request; a catch-all reply is not an answer to it.
                 continue
             if rule.matches(request):
                 use = self._uses[index]
                 self._uses[index] += 1
                 return rule.reply_for(use, request)
+        if batched:
+            return self._batched_from_one_pair(request)
         if self.default is not None:
             return Reply(content=self.default) if isinstance(self.default, str) else self.default
         message = (
@@ -551,6 +570,34 @@ class ScriptedLLMServer:
             f"last user message: {request.last_user_message!r}"
         )
         return _Answer(500, _error_body(message, "no_matching_rule", 500))
+
+    def _batched_from_one_pair(self, request: RecordedRequest) -> Reply | _Answer:
+        """The batched answer the one-pair rules imply (see the module docstring); the caller holds the lock."""
+        # Imported here, not at the top: ``bench.write_cost --compare`` drives older libraries with this file, and
+        # they have neither the batched prompts nor their readers (nor send these purposes).
+        from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
+
+        unanswered: list[_Answer] = []
+        one_pair = "stage1" if request.purpose == SCREEN_PURPOSE else "premise"
+
+        def yes(messages: list[dict[str, str]]) -> float:
+            headers = {k: v for k, v in request.headers.items() if k.lower() != PURPOSE_HEADER.lower()}
+            headers[PURPOSE_HEADER] = one_pair
+            body = {"messages": messages, "logprobs": True, "top_logprobs": 20, "max_tokens": 1}
+            # Only the rules scripting the one-pair call: a rule without a purpose stands for the server itself
+            # (an injected fault) and has had its say on the batched request.
+            chosen = self._choose(RecordedRequest(request.method, request.path, headers, body, 0), one_pair)
+            if isinstance(chosen, _Answer):
+                unanswered.append(chosen)
+                return 0.0
+            if chosen.p_yes is not None:
+                return chosen.p_yes
+            return 1.0 if (chosen.content or "").strip().lower().startswith("yes") else 0.0
+
+        answer: object = (screen_answer(request.last_user_message, yes) if one_pair == "stage1"
+                          else premise_batch_answer(request.last_user_message, yes))
+        # A pair no one-pair rule answers is as obvious a gap in the script as an unanswered one-pair request.
+        return unanswered[0] if unanswered else Reply.json(answer)
 
     def _completion(self, request: RecordedRequest, chosen: Reply | _Answer) -> _Answer:
         if isinstance(chosen, _Answer):

@@ -17,6 +17,7 @@ import pytest
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM, LLMUnavailableError
 from lastknown_graph.memory import Memory
+from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.store import Store
 from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, ScriptedLLMServer
 from tests.builders import new_user
@@ -56,10 +57,14 @@ def make_server() -> Iterator[Any]:
         server.stop()
 
 
-def memory_on(server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, max_concurrent: int) -> Memory:
+def memory_on(
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, max_concurrent: int,
+    screening: str = "one_call",
+) -> Memory:
     llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001, max_retries=0,
               max_concurrent=max_concurrent)
-    return Memory(llm, embedder, user=new_user("concurrent"), store=store)
+    return Memory(llm, embedder, user=new_user("concurrent"), store=store,
+                  conflict_settings=ConflictSettings(screening=screening))  # type: ignore[arg-type]
 
 
 def test_concurrent_checks_store_what_sequential_checks_store(
@@ -83,12 +88,12 @@ def test_a_check_failing_among_concurrent_ones_changes_nothing_and_leaves_no_cal
     make_server: Any, embedder: LocalEmbedder, store: Store
 ) -> None:
     reference = make_server()
-    expected = memory_on(reference, embedder, store, 1)
+    expected = memory_on(reference, embedder, store, 1, "per_pair")
     expected.write(FEB, date="2024-02-10", session="s-feb")
     expected.write(SEP, date="2024-09-03", session="s-sep")
 
     server = make_server(the_nth_stage1_fails(2))
-    memory = memory_on(server, embedder, store, 4)
+    memory = memory_on(server, embedder, store, 4, "per_pair")  # stage-1 checks, several of them at once
     memory.write(FEB, date="2024-02-10", session="s-feb")  # nothing to check yet: no stage-1 call
     before = memory.export().canonical()
     with pytest.raises(LLMUnavailableError, match="injected"):

@@ -21,6 +21,7 @@ from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
+from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.prompts.extraction import EXAMPLE_ANSWER
 from lastknown_graph.store import Store
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
@@ -126,9 +127,31 @@ def scripted_server(kind: str, rules: list[Rule]) -> ScriptedLLMServer:
     return ScriptedLLMServer([*rules, *scenario_rules()], **SERVERS[kind])
 
 
-def memory_for(server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store) -> Memory:
+def memory_for(
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, screening: str = "per_pair"
+) -> Memory:
+    """Stage 1 pair by pair unless ``screening="one_call"``: these tests read stage 1's requests and stages."""
     llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
-    return Memory(llm, embedder, user=new_user(), store=store)
+    return Memory(llm, embedder, user=new_user(), store=store,
+                  conflict_settings=ConflictSettings(screening=screening))  # type: ignore[arg-type]
+
+
+def test_one_screening_call_sends_the_move_and_the_rain_to_stage_two_on_every_server_kind(
+    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    """The default setting: the screen (answered from the same stage-1 rules) lists what stage 1 would flag, on a
+    server with or without logprobs, and stage 2 decides those pairs alone."""
+    memory = memory_for(server, embedder, store, screening="one_call")
+    memory.write(FEB, date="2024-02-10", session="s-feb")
+    server.clear_requests()
+    second = memory.write(SEP, date="2024-09-03", session="s-sep")
+    assert [(r.old_text, r.new_text, r.stage, r.still_true_probability) for r in second.retired] == [
+        ("Lives in Portland", "Lives in a hot desert region", "screen_stage2", None)]
+    assert ("Does not mind the rain", "screen_stage2") in [(k.text, k.stage) for k in second.kept]
+    assert len(server.chat_requests("screen")) == 1 and server.chat_requests("stage1") == []
+    judged = sorted(r.last_user_message.split("Older fact")[1].split(": ", 1)[1].split("\n")[0]
+                    for r in server.chat_requests("stage2"))
+    assert judged == ["Does not mind the rain", "Lives in Portland"]  # what stage 1 flags pair by pair
 
 
 def test_implied_move_retires_portland_on_every_server_kind(
@@ -491,14 +514,17 @@ def test_bad_input_is_refused_before_anything_is_stored(
     assert llamacpp_server.chat_requests("extraction") == []
 
 
-@pytest.mark.parametrize("failing_purpose", ["extraction", "stage1", "stage2"])
+@pytest.mark.parametrize(("failing_purpose", "screening"), [
+    ("extraction", "per_pair"), ("stage1", "per_pair"), ("stage2", "per_pair"), ("screen", "one_call"),
+    ("stage2", "one_call"),
+])
 def test_an_llm_failure_mid_write_leaves_memory_exactly_as_it_was(
-    embedder: LocalEmbedder, store: Store, failing_purpose: str
+    embedder: LocalEmbedder, store: Store, failing_purpose: str, screening: str
 ) -> None:
     from lastknown_graph.llm import LLMUnavailableError
 
     with ScriptedLLMServer(scenario_rules(), **SERVERS["llamacpp_like"]) as healthy:
-        memory = memory_for(healthy, embedder, store)
+        memory = memory_for(healthy, embedder, store, screening)
         memory.write(FEB, date="2024-02-10", session="s-feb")
     before = memory.export().canonical()
     failing = [Rule(purpose=failing_purpose, reply=Reply.failure(503, "overloaded")), *scenario_rules()]

@@ -18,6 +18,7 @@ from lastknown_graph.domain.volatility import (
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
+from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 
 
@@ -89,9 +90,11 @@ def test_two_memories_with_different_priors_in_one_process_do_not_interfere(
     from tests.builders import new_user
 
     llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
-    stable = Memory(llm, embedder, user=new_user("stable"), store=store)
+    # Pair by pair: the priors set stage 1's bar, and the screening call has no bar.
+    per_pair = ConflictSettings(screening="per_pair")
+    stable = Memory(llm, embedder, user=new_user("stable"), store=store, conflict_settings=per_pair)
     # This deployment thinks personality changes fast: P(still true) = 0.7 is below its bar.
-    flighty = Memory(llm, embedder, user=new_user("flighty"), store=store,
+    flighty = Memory(llm, embedder, user=new_user("flighty"), store=store, conflict_settings=per_pair,
                      priors=VolatilityPriors().with_domains(personality_trait=0.9))
     for memory in (stable, flighty):
         memory.write(["I'm an introvert, honestly."], date="2024-01-01", session="s-1")
@@ -222,6 +225,6 @@ def test_changes_in_any_domain_update_the_memory(change: str, embedder: LocalEmb
             memory.write(old_words, date=day, session=f"s-{n}")
         report = memory.write(new_words, date="2024-02-01", session="s-new")
     assert [(r.old_text, r.new_text, r.stage) for r in report.retired] == [
-        (old_fact["text"], new_fact["text"], "stage2")]
+        (old_fact["text"], new_fact["text"], "screen_stage2")]  # the default: one screening call per write
     assert report.disputed == ()
     assert [f.text for f in memory.current()] == [new_fact["text"]]

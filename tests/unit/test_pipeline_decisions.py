@@ -14,6 +14,7 @@ import pytest
 
 from lastknown_graph import EmbeddedStore, FactStatus, InvalidInputError, LLMUnavailableError, Memory
 from lastknown_graph.llm import ChatModel
+from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.context import PAST_HEADING
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel, failing
 
@@ -59,9 +60,14 @@ def script() -> Script:
 
 @pytest.fixture
 def make_memory(script: Script) -> Callable[..., tuple[Memory, ScriptedModel]]:
-    def make(*, logprobs: bool = True, store: EmbeddedStore | None = None) -> tuple[Memory, ScriptedModel]:
+    def make(
+        *, logprobs: bool = True, store: EmbeddedStore | None = None, screening: str = "per_pair"
+    ) -> tuple[Memory, ScriptedModel]:
+        """Stage 1 pair by pair unless ``screening="one_call"``: most tests here are about stage 1's answers."""
         model = ScriptedModel(script, logprobs=logprobs)
-        return Memory(model, HashedEmbedder(), "ada", store if store is not None else EmbeddedStore(None)), model
+        settings = ConflictSettings(screening=screening)  # type: ignore[arg-type]
+        return Memory(model, HashedEmbedder(), "ada", store if store is not None else EmbeddedStore(None),
+                      conflict_settings=settings), model
 
     return make
 
@@ -79,20 +85,29 @@ def test_a_new_fact_is_added_from_the_users_words(script: Script, make_memory: C
     assert [c.purpose for c in model.calls] == ["extraction"]  # nothing to compare with yet
 
 
+# Per setting: the calls of the second write, and the stage a stage-2 verdict is recorded with.
+SCREENINGS = pytest.mark.parametrize(("screening", "calls", "stage2"), [
+    ("per_pair", ["extraction", "stage1", "stage2"], "stage2"),
+    ("one_call", ["extraction", "screen", "stage2"], "screen_stage2"),
+], ids=["per-pair", "one-call"])
+
+
+@SCREENINGS
 def test_a_changed_fact_is_retired_by_stage_two_and_kept_as_history(
-    script: Script, make_memory: Callable[..., tuple]
+    script: Script, make_memory: Callable[..., tuple], screening: str, calls: list[str], stage2: str
 ) -> None:
     script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
     script.extractions["Porto"] = [fact("Lives in Porto", "location")]
-    memory, model = make_memory()
+    memory, model = make_memory(screening=screening)
     memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
+    first = len(model.calls)
     report = memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
     retired = [(r.old_text, r.new_text, r.stage) for r in report.retired]
-    assert retired == [("Lives in Lyon", "Lives in Porto", "stage2")]
+    assert retired == [("Lives in Lyon", "Lives in Porto", stage2)]
     assert [f.text for f in memory.current()] == ["Lives in Porto"]
     [entry] = [e for e in memory.history() if e.fact.text == "Lives in Lyon"]
     assert entry.fact.status is FactStatus.RETIRED and [r.fact_text for r in entry.replaced_by] == ["Lives in Porto"]
-    assert [c.purpose for c in model.calls_for("stage1") + model.calls_for("stage2")] == ["stage1", "stage2"]
+    assert [c.purpose for c in model.calls[first:]] == calls
     assert "Lives in Lyon" in model.calls_for("stage2")[0].last_user_message
     assert "Lives in Lyon" in memory.context().split("No longer true")[1]
 
@@ -111,17 +126,18 @@ def test_stage_one_keeps_an_unrelated_older_fact_without_asking_stage_two(
     assert sorted(f.text for f in memory.current()) == ["Lives in Lyon", "Plays the cello"]
 
 
+@SCREENINGS
 @pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
 def test_stage_two_can_keep_what_stage_one_flagged(
-    script: Script, make_memory: Callable[..., tuple], logprobs: bool
+    script: Script, make_memory: Callable[..., tuple], logprobs: bool, screening: str, calls: list[str], stage2: str
 ) -> None:
     script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
     script.extractions["Porto"] = [fact("Lives in Porto", "location")]
     script.verdict = "still_true"
-    memory, model = make_memory(logprobs=logprobs)
+    memory, model = make_memory(logprobs=logprobs, screening=screening)
     memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
     report = memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
-    assert [(k.text, k.stage) for k in report.kept] == [("Lives in Lyon", "stage2")]
+    assert [(k.text, k.stage) for k in report.kept] == [("Lives in Lyon", stage2)]
     assert report.retired == ()
     assert sorted(f.text for f in memory.current()) == ["Lives in Lyon", "Lives in Porto"]
     assert len(model.calls_for("stage2")) == 1
@@ -182,19 +198,20 @@ def test_without_logprobs_a_keep_that_restates_the_question_stands(
     assert report.retired == () and sorted(f.text for f in memory.current()) == ["Lives in Lyon", "Lives in Porto"]
 
 
+@SCREENINGS
 @pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
 def test_stage_two_decides_pair_by_pair_within_one_write(
-    script: Script, make_memory: Callable[..., tuple], logprobs: bool
+    script: Script, make_memory: Callable[..., tuple], logprobs: bool, screening: str, calls: list[str], stage2: str
 ) -> None:
     """Both older facts are flagged against the new one; stage 2 retires one and keeps the other."""
     script.extractions["Lyon"] = [fact("Lives in Lyon", "location"), fact("Plays the cello", "hobby", evidence=1)]
     script.extractions["Porto"] = [fact("Lives in Porto", "location")]
     script.verdicts = {"Plays the cello": "still_true"}
-    memory, model = make_memory(logprobs=logprobs)
+    memory, model = make_memory(logprobs=logprobs, screening=screening)
     memory.write(["I live in Lyon these days.", "I play the cello."], date="2024-01-10", session="s1")
     report = memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")
-    assert [(r.old_text, r.stage) for r in report.retired] == [("Lives in Lyon", "stage2")]
-    assert [(k.text, k.stage) for k in report.kept] == [("Plays the cello", "stage2")]
+    assert [(r.old_text, r.stage) for r in report.retired] == [("Lives in Lyon", stage2)]
+    assert [(k.text, k.stage) for k in report.kept] == [("Plays the cello", stage2)]
     assert sorted(f.text for f in memory.current()) == ["Lives in Porto", "Plays the cello"]
     assert len(model.calls_for("stage2")) == 2
 
