@@ -60,13 +60,15 @@ class ConflictSettings:
     # run, the 3 such pairs below 0.4 were changes (a city for a small town, a house for a small apartment, a
     # software job for night shifts); the 2 at 0.48 and 0.49 paired a job the model had made up with a job and a city.
     unreasoned_keep_overruled_below: float = 0.4
-    # How the pairs that go to stage 2 are chosen. "one_call": one screening call per write lists the pairs where a
-    # new fact could end an earlier one (prompts/screen.py); "per_pair": one stage-1 call per pair (with logprobs:
-    # P(still true) against the domain's bar; without: every pair goes to stage 2). On the scripted suites the two
-    # retire the same facts, one_call with 3.5 calls per write on a user of 100 facts against 29.8
-    # (bench/results/write-cost.md). Per-pair stage 1 has a measured AUC of 0.92 on Qwen2.5-Coder-1.5B; the screen's
-    # judgment on a real model is not measured yet.
-    screening: Literal["per_pair", "one_call"] = "one_call"
+    # How the pairs that go to stage 2 are chosen. "per_pair": one stage-1 call per pair (with logprobs:
+    # P(still true) against the domain's bar; without: every pair goes to stage 2). "one_call": one screening call
+    # per write lists the pairs where a new fact could end an earlier one (prompts/screen.py): on the scripted suites
+    # the two retire the same facts, one_call with 3.5 calls per write on a user of 100 facts against 29.8
+    # (bench/results/write-cost.md), but Qwen2.5-Coder-1.5B answered every screen with an empty list (0 of 24
+    # changed pairs listed, bench/results/screen-recall.md), where per-pair stage 1 ranks the same pairs with an AUC
+    # of 0.89 (bench/results/prompt-order.md). A model that cannot list would retire nothing, so per_pair is the
+    # default until the screen is measured on a model that can.
+    screening: Literal["per_pair", "one_call"] = "per_pair"
 
 
 @dataclass(frozen=True)

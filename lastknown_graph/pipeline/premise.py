@@ -30,8 +30,10 @@ class PremiseSettings:
     # "one_call": two or more close retired facts are checked in one JSON call that lists the assumed ones
     # (prompts/premise.py); one fact keeps its one-token check. "per_fact": one one-token call per fact. On the
     # scripted suites both give the same notes, one_call with 1.9 calls per answer on a user of 100 facts
-    # against 3.0 (bench/results/write-cost.md); the batched prompt's judgment on a real model is not measured yet.
-    checks: Literal["per_fact", "one_call"] = "one_call"
+    # against 3.0 (bench/results/write-cost.md). Not measured on a real model; the one real model here answered the
+    # write's list-shaped screen with empty lists only (bench/results/screen-recall.md), so per_fact is the default
+    # until a list-shaped call is measured on a model that can answer it.
+    checks: Literal["per_fact", "one_call"] = "per_fact"
 
 
 def premise_notes(

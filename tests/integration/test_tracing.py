@@ -175,7 +175,7 @@ def test_one_write_is_one_span_tree_with_counts_and_no_user_text(
             ("lastknown.plan", None, [
                 ("lastknown.extraction", None, [chat("extraction")]),
                 ("lastknown.candidates", None, []),
-                ("lastknown.screen", None, [chat("screen")]),
+                chat("stage1"),
                 chat("stage2"),
             ]),
             ("lastknown.store.apply", None, []),
@@ -200,13 +200,14 @@ def test_one_write_is_one_span_tree_with_counts_and_no_user_text(
 
     calls = named(finished, "chat")
     # Each model call is one span with its share of the tokens; together they are the report's usage.
-    assert [span.attributes["lastknown.llm.purpose"] for span in calls] == ["extraction", "screen", "stage2"]
-    assert [span.attributes["lastknown.llm.call"] for span in calls] == ["structured"] * 3
-    assert [span.attributes["gen_ai.output.type"] for span in calls] == ["json", "json", "json"]
-    assert [span.attributes.get("gen_ai.request.max_tokens") for span in calls] == [1500, 800, 300]
+    assert [span.attributes["lastknown.llm.purpose"] for span in calls] == ["extraction", "stage1", "stage2"]
+    assert [span.attributes["lastknown.llm.call"] for span in calls] == ["structured", "yes_probability",
+                                                                         "structured"]
+    assert [span.attributes["gen_ai.output.type"] for span in calls] == ["json", "text", "json"]
+    assert [span.attributes.get("gen_ai.request.max_tokens") for span in calls] == [1500, None, 300]
     assert all(span.attributes["gen_ai.operation.name"] == "chat" for span in calls)
     assert all(span.attributes["lastknown.llm.completions"] == 1 for span in calls)
-    for purpose, span in zip(["extraction", "screen", "stage2"], calls, strict=True):
+    for purpose, span in zip(["extraction", "stage1", "stage2"], calls, strict=True):
         usage = report.usage.by_purpose[purpose]
         assert (span.attributes["gen_ai.usage.input_tokens"], span.attributes["gen_ai.usage.output_tokens"]) == (
             usage.prompt_tokens, usage.completion_tokens)
@@ -298,13 +299,13 @@ def test_a_write_planned_again_shows_each_attempt(spans: Any, model: ScriptedMod
     report = memory.write([PORTO], date="2024-05-20", session=SESSION)
     finished = spans.get_finished_spans()
 
-    # The second plan reuses the extraction, the screen and the verdicts (PlanningMemo): store reads, no model call.
+    # The second plan reuses the extraction and the verdicts (PlanningMemo): store reads, no model call.
     assert tree(finished) == [
         ("lastknown.write", None, [
             ("lastknown.plan", None, [
                 ("lastknown.extraction", None, [chat("extraction")]),
                 ("lastknown.candidates", None, []),
-                ("lastknown.screen", None, [chat("screen")]),
+                chat("stage1"),
                 chat("stage2"),
             ]),
             ("lastknown.store.apply", None, []),

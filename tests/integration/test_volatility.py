@@ -225,6 +225,6 @@ def test_changes_in_any_domain_update_the_memory(change: str, embedder: LocalEmb
             memory.write(old_words, date=day, session=f"s-{n}")
         report = memory.write(new_words, date="2024-02-01", session="s-new")
     assert [(r.old_text, r.new_text, r.stage) for r in report.retired] == [
-        (old_fact["text"], new_fact["text"], "screen_stage2")]  # the default: one screening call per write
+        (old_fact["text"], new_fact["text"], "stage2")]
     assert report.disputed == ()
     assert [f.text for f in memory.current()] == [new_fact["text"]]
