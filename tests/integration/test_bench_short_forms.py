@@ -1,5 +1,5 @@
-"""The short forms of the candidate-recall, pipeline-cost, write-cost, haystack, embedder-load, embedded-write and
-prompt-order benchmarks, end to end.
+"""The short forms of the candidate-recall, pipeline-cost, write-cost, haystack, embedder-load, embedded-write,
+prompt-order and screen-recall benchmarks, end to end.
 
 Each runs its command's small size with the real bundled embedder and writes its results file to a temporary
 path. The assertions check that the generated section is there and that its summary figures are computed from
@@ -16,7 +16,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import candidate_recall, embedded_write, embedder_load, haystack, pipeline_cost, prompt_order, write_cost
+from bench import (
+    candidate_recall,
+    embedded_write,
+    embedder_load,
+    haystack,
+    pipeline_cost,
+    prompt_order,
+    screen_recall,
+    write_cost,
+)
 from bench._report import END_MARKER, START_MARKER, evenly_spread
 from bench.prefix_cache import PrefixCache, ServerLog, prompt_words
 from bench.scenarios import NO_LONGER_TRUE, SCENARIOS
@@ -404,3 +413,27 @@ def test_prompt_order_compares_the_prompts_of_the_other_revision() -> None:
     old = before.stage1(pair.earlier, prompt_order.EARLIER_DAY, pair.later, prompt_order.LATER_DAY)[-1]["content"]
     assert new.startswith("Could the newer note") and old.startswith("Older note")
     assert sorted(new.splitlines()) == sorted(old.splitlines())  # the same words, in another order
+
+
+def test_screen_recall_short_form_grades_each_screen_by_the_labels_and_resumes(tmp_path: Path) -> None:
+    out, work = tmp_path / "screen-recall.md", tmp_path / "work"
+    arguments = ["--scripted", "--pairs", "6", "--work-dir", str(work), "--out", str(out)]
+    screen_recall.main(arguments)
+    markdown = generated(out)
+    rows = {row["screen (pairs)"]: row for row in table(markdown, "## Screens")}
+    assert len(rows) == 2  # 6 pairs, 3 newer facts a screen
+    assert all(row["found"] == "3/3" and row["false listings"] == "0" for row in rows.values())
+    summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    # 3 newer facts against 3 + 3 x 3 older ones: 36 slots a screen, 3 of them right
+    assert (summary["found"], summary["pairs"], summary["false_listing_slots"]) == (6, 6, 2 * (36 - 3))
+    asked = (work / "rows.jsonl").read_text(encoding="utf-8")
+    screen_recall.main(arguments)  # everything is asked already: nothing is asked again
+    assert (work / "rows.jsonl").read_text(encoding="utf-8") == asked
+
+
+def test_a_screen_hides_no_label_and_shows_each_changed_pair_once() -> None:
+    for screening in screen_recall.screenings(12, 3, 3, seed=7):
+        ended = [older for _, older in screening.newer]
+        shown = [fact.id for fact in screening.older]
+        assert sorted(set(shown)) == sorted(shown) and all(shown.count(older) == 1 for older in ended)
+        assert len(shown) == 3 + 3 * 3
