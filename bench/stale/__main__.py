@@ -120,9 +120,9 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--stage1-flag-below", type=float, default=None,
                     help="memory: send a pair to stage 2 when stage 1's P(still true) is below this (default: by the "
                          "fact's volatility, 0.60-0.95); a small model's stage-1 scores sit in a narrow band")
-    go.add_argument("--screening", choices=("one_call", "per_pair"), default="one_call",
-                    help="memory: ConflictSettings.screening (default one_call, the library's: one screening call "
-                         "per write; per_pair: one stage-1 call per pair, with its P(still true) recorded)")
+    go.add_argument("--screening", choices=("per_pair", "one_call"), default="per_pair",
+                    help="memory: ConflictSettings.screening (default per_pair, the library's: one stage-1 call per "
+                         "pair, with its P(still true) recorded; one_call: one screening call per write)")
     go.add_argument("--retry-errors", action="store_true", help="rerun scenarios recorded with a system or judge error")
     go.add_argument("--no-progress", action="store_true", help="no progress bar")
     go.add_argument("--verbose", action="store_true", help="the library's INFO log (what the client fell back to)")
