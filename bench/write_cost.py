@@ -586,7 +586,7 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
         "## Per answer",
         "",
         "Calls per `ask()`: one answer plus the premise checks of the retired facts close to the question: one "
-        "one-token check per fact (\"premise\"), or, with two or more such facts and the default "
+        "one-token check per fact (\"premise\", the default), or, with two or more such facts and "
         "`PremiseSettings.checks=\"one_call\"`, one batched call (\"premise batch\").",
         "",
         *markdown_table(["library", "setting", "user facts", "asks", "calls per ask", "premise", "premise batch",
