@@ -544,8 +544,9 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
             "(a server without a prompt cache).",
             f"- Stage 1 answers P(still true) = {DEFAULT_STILL_TRUE} for every pair the scenario does not script, "
             "so a background fact among the candidates costs one stage-1 call and no stage 2 (a real model might "
-            "flag some: the scripted calls are a lower bound on stage 2). The screening call (the default "
-            "`ConflictSettings.screening=\"one_call\"`) is answered from the same script, pair by pair "
+            "flag some: the scripted calls are a lower bound on stage 2). The screening call (the option "
+            "`ConflictSettings.screening=\"one_call\"`, run here by `--compare` of a commit where it was the "
+            "default) is answered from the same script, pair by pair "
             "(`lastknown_graph/testing/batched_calls.py`): it lists the pairs whose scripted P(still true) is "
             "below 0.95, so it flags what stage 1 flags in any domain.",
             "- Wall time: the model's calls (the injected latency), the planning and the in-memory store; the facts "

@@ -388,8 +388,9 @@ class EmbeddedStore:
             if self._files is None:
                 self._graph = draft
                 return
-            # Forgetting and undo add nothing: equal counts mean nothing was removed (nothing to forget), so the
-            # files are kept, less what a killed save left.
+            # Forgetting adds nothing: equal counts mean nothing was removed (nothing to forget), so the files are
+            # kept, less what a killed save left. Undo and a rejected review may add as much as they remove (a trace,
+            # a swapped edge): they pass ``replaces`` and always save.
             if not replaces and (draft.number_of_nodes(), draft.number_of_edges()) == (
                 self._graph.number_of_nodes(), self._graph.number_of_edges()
             ):

@@ -31,11 +31,16 @@ def chosen_retirement(
     if not reviewable:
         why = " (a late fact stored as overtaken is not reviewed)" if links else ""
         raise UnknownRetirementError(f"user {user_id!r} has no {named[4:]}{why}; nothing was changed")
-    if len(reviewable) > 1:
+    undecided = [link for link in reviewable if not link.rejected and link.review is None]
+    if len(reviewable) > 1 and len(undecided) == 1:
+        # A fact whose retirement was rejected is current again, and a later fact may retire it: the one
+        # retirement still undecided is the one a decision by the fact's id means.
+        return undecided[0]
+    if len(undecided) > 1:
         raise InvalidInputError(f"fact {old_fact_id!r} was retired by several facts "
-                                f"({', '.join(link.new_fact_id for link in reviewable)}): name the pair "
+                                f"({', '.join(link.new_fact_id for link in undecided)}): name the pair "
                                 "(new fact id, old fact id); nothing was changed")
-    [link] = reviewable
+    link = undecided[0] if undecided else reviewable[-1]
     if link.rejected or link.review is not None:
         verdict = ReviewVerdict(link.review) if link.review is not None else ReviewVerdict.REJECTED
         raise ReviewDecidedError(f"{named} was {verdict} on review already; nothing was changed",

@@ -252,6 +252,30 @@ def test_undoing_an_accepted_retirement_restores_the_old_fact(store: Store) -> N
         store.undo_session(user, "s-mar")
 
 
+def test_a_fact_retired_again_after_a_rejection_is_decided_by_its_id_alone(store: Store) -> None:
+    user = new_user("review")
+    jan = SessionBuilder(user, "s-jan", date(2024, 1, 8))
+    ghent = jan.fact("Lives in Ghent", "location", vec(13))
+    store.apply(jan.build())
+    mar = SessionBuilder(user, "s-mar", date(2024, 3, 9))
+    mar.retire(ghent, mar.fact("Lives somewhere hot", "location", vec(23), inferred=True))
+    store.apply(mar.build())
+    store.decide_review(user, ghent, None, ReviewVerdict.REJECTED, datetime.now(UTC))
+    may = SessionBuilder(user, "s-may", date(2024, 5, 2))
+    lyon = may.fact("Lives in Lyon", "location", vec(31))
+    may.retire(ghent, lyon)
+    store.apply(may.build())
+    # Two links end Ghent now, one rejected: the decision by Ghent's id alone is about the undecided one.
+    store.decide_review(user, ghent, None, ReviewVerdict.ACCEPTED, datetime.now(UTC))
+    reviews = sorted((link.new_fact_id, link.review) for link in store.export_user(user).replacements)
+    assert reviews == sorted([(lyon, "accepted"), (next(f.id for f in store.export_user(user).facts
+                                                        if f.text == "Lives somewhere hot"), "rejected")])
+    before = export(store, user)
+    with pytest.raises(ReviewDecidedError):
+        store.decide_review(user, ghent, None, ReviewVerdict.REJECTED, datetime.now(UTC))
+    assert export(store, user) == before
+
+
 def test_undoing_the_old_facts_session_needs_no_cascade_once_rejected(store: Store) -> None:
     user = new_user("review")
     jan = SessionBuilder(user, "s-jan", date(2024, 1, 8))

@@ -100,8 +100,8 @@ def test_quick_run_scores_the_oracle_high_and_writes_the_report(tmp_path: Path) 
         assert (result.linkage.category, result.linkage.source) == ("retired_by_new_session", "statement")
         assert result.usage["ingest"]["extraction"].calls == result.sessions  # one extraction per conversation
         assert result.usage["ingest"]["stage2"].calls >= 1
-        [change] = [c for c in result.checks if c.changed]  # the scenario's own pair, listed by the screen
-        assert change.retired and change.stage == "screen_stage2" and change.still_true_probability is None
+        [change] = [c for c in result.checks if c.changed]  # the scenario's own pair, as stage 1 scored it
+        assert change.retired and change.stage == "stage2" and change.still_true_probability == pytest.approx(0.05)
         context = result.probes["keeps_new"].context  # what the answer was told, kept for reading failures
         assert context is not None and context.startswith(NOW_HEADING) and PAST_HEADING in context
     for system in ("full-history", "naive-rag"):

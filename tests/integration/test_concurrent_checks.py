@@ -59,7 +59,7 @@ def make_server() -> Iterator[Any]:
 
 def memory_on(
     server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, max_concurrent: int,
-    screening: str = "one_call",
+    screening: str = "per_pair",
 ) -> Memory:
     llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001, max_retries=0,
               max_concurrent=max_concurrent)

@@ -139,7 +139,7 @@ def memory_for(
 def test_one_screening_call_sends_the_move_and_the_rain_to_stage_two_on_every_server_kind(
     server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
 ) -> None:
-    """The default setting: the screen (answered from the same stage-1 rules) lists what stage 1 would flag, on a
+    """The one_call option: the screen (answered from the same stage-1 rules) lists what stage 1 would flag, on a
     server with or without logprobs, and stage 2 decides those pairs alone."""
     memory = memory_for(server, embedder, store, screening="one_call")
     memory.write(FEB, date="2024-02-10", session="s-feb")

@@ -388,7 +388,8 @@ class Neo4jStore:
                            flag_bar=row["flag_bar"], new_inferred=row["new"]["inferred"],
                            old_domain=row["old"]["domain"], band=band, stable=stable_domains)
             # The query applies the same rule; a row it kept and the rule does not would be a bug in one of them.
-            assert found, f"review_queue.cypher listed a retirement the review rule does not: {row}"
+            if not found:
+                raise StoreError(f"review_queue.cypher listed a retirement the review rule does not: {row}")
             items.append(ReviewItem(
                 retirement_id=row["old"]["id"], old=ReviewFact(**row["old"]), new=ReviewFact(**row["new"]),
                 session_id=row["session_id"], at=to_day(row["at"]), stage=row["stage"], reason=row["reason"],
