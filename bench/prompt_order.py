@@ -220,12 +220,14 @@ def render(result: dict[str, Any], command: str, model: str, complete: bool) -> 
 
 @contextmanager
 def _scripted(pairs: Sequence[Pair]) -> Iterator[ScriptedLLMServer]:
-    # A test double that knows the labels: "Yes, outdated" (P 0.9) and "no longer true" for the changed pairs,
-    # "No" (P 0.1) and "still true" for the others, under any layout; so a run over it must give AUC 1.0 and
-    # every pair right, which checks the bench's bookkeeping, not a model.
+    # A test double that knows the labels and misses one change on purpose: "Yes, outdated" (P 0.9) and "no longer
+    # true" for the changed pairs but the first, "No" (P 0.1) and "still true" for the others, under any layout; so
+    # a run over it must rank that one change with the unchanged pairs (a tie with each) and count it kept, which
+    # checks the bench's bookkeeping both ways, not a model.
+    missed = next(pair for pair in pairs if pair.changed)
     rules = []
     for pair in pairs:
-        if pair.changed:
+        if pair.changed and pair is not missed:
             rules.append(Rule(purpose="stage1", contains=[pair.earlier, pair.later], reply=Reply.yes(0.9)))
             rules.append(Rule(purpose="stage2", contains=[pair.earlier, pair.later],
                               reply=Reply.json({"reasoning": "scripted", "verdict": "no_longer_true"})))

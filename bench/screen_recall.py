@@ -16,7 +16,7 @@ fact. Each answer is appended to ``rows.jsonl`` in ``--work-dir``: a stopped run
     python -m bench.screen_recall --base-url http://127.0.0.1:8080/v1 --model qwen2.5-coder-1.5b \\
         --pairs 24 --work-dir /tmp/screen-recall --out bench/results/screen-recall.md
     python -m bench.screen_recall --scripted --pairs 6 --work-dir /tmp/sr --out /tmp/sr.md
-        # the mechanics against the scripted server (a test double that lists exactly the changed pairs)
+        # the mechanics against the scripted server (a test double that knows the labels and misses one pair a screen)
 """
 
 from __future__ import annotations
@@ -165,8 +165,9 @@ def render(result: dict[str, Any], done: dict[str, dict[str, Any]], found: Seque
 
 @contextmanager
 def _scripted(found: Sequence[Screening]) -> Iterator[ScriptedLLMServer]:
-    # A test double that knows the labels: it lists exactly the changed pairs, so a run must find every one and list
-    # nothing false, which checks the bench's bookkeeping, not a model.
+    # A test double that knows the labels and errs on purpose: it lists every changed pair but newer fact A's, and for
+    # A a timeless fact instead, so a run must find all but one pair a screen and count one false listing, which
+    # checks the bench's bookkeeping both ways, not a model.
     changed = {older.text for s in found for older in s.older if "@" not in older.id}
     pair_of = {text: ended for s in found for text, ended in s.newer}
     older_text = {f.id: f.text for s in found for f in s.older}
@@ -176,7 +177,8 @@ def _scripted(found: Sequence[Screening]) -> Iterator[ScriptedLLMServer]:
         listed = []
         for label, text in shown.newer.items():
             for number, (older, _) in shown.older.items():
-                if older in changed and older_text.get(pair_of.get(text, "")) == older:
+                right = older in changed and older_text.get(pair_of.get(text, "")) == older
+                if (right and label != "A") or (label == "A" and older not in changed and not listed):
                     listed.append({"newer": label, "older": number, "how": "scripted"})
         return Reply.json({"pairs": listed})
 
