@@ -3,11 +3,11 @@
 //          state their sessions leave behind: the same nodes, properties and edges as Store.apply of each
 //          session would write (the bench compares one user loaded this way with one written by apply).
 //          Not used by the library; users are new (no idempotency or id checks).
-// parameters: $users (list of {user_id, sessions: [{id, date, checked_domains, checks, flagged,
+// parameters: $users (list of {user_id, sessions: [{id, date, recorded_at, checked_domains, checks, flagged,
 //             messages: [{id, index, role, text}]}], facts: [{id, text, topic, domain, inferred, kind, status,
 //             valid_from, valid_to, recorded_at, session_id, embedding, embedding_f32, source_message_ids}],
 //             confirmations: [{fact_id, session_id, at}], supersedes: [{new_fact_id, old_fact_id, session_id, at,
-//             stage, reason}], expires: [{new_fact_id, old_fact_id, session_id, at}]})
+//             recorded_at, stage, reason}], expires: [{new_fact_id, old_fact_id, session_id, at, recorded_at}]})
 // example: see bench/perf/bulk.py
 UNWIND $users AS user
 // Each applied session bumps the user's revision once (bump_user_revision), so the revision is the session count.
@@ -16,7 +16,7 @@ CREATE (u:User {id: user.user_id, revision: size(user.sessions), epoch: randomUU
 WITH u, user
 CALL (u, user) {
   UNWIND user.sessions AS session
-  CREATE (s:Session {id: session.id, user_id: user.user_id, date: session.date,
+  CREATE (s:Session {id: session.id, user_id: user.user_id, date: session.date, recorded_at: session.recorded_at,
                      checked_domains: session.checked_domains, checks: session.checks, flagged: session.flagged})
   CREATE (u)-[:HAD]->(s)
   WITH s, session
@@ -49,12 +49,13 @@ CALL (user) {
   UNWIND user.supersedes AS r
   MATCH (new:Fact {id: r.new_fact_id})
   MATCH (old:Fact {id: r.old_fact_id})
-  CREATE (new)-[:SUPERSEDES {session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason}]->(old)
+  CREATE (new)-[:SUPERSEDES {session_id: r.session_id, at: r.at, recorded_at: r.recorded_at, stage: r.stage,
+                             reason: r.reason}]->(old)
 }
 CALL (user) {
   UNWIND user.expires AS r
   MATCH (new:Fact {id: r.new_fact_id})
   MATCH (old:Fact {id: r.old_fact_id})
-  CREATE (new)-[:EXPIRES {session_id: r.session_id, at: r.at}]->(old)
+  CREATE (new)-[:EXPIRES {session_id: r.session_id, at: r.at, recorded_at: r.recorded_at}]->(old)
 }
 RETURN count(u) AS users

@@ -54,7 +54,8 @@ def final_state(script: UserScript) -> FinalState:
     sessions, confirmations, supersedes, expires = [], [], [], []
     for session in script.sessions:
         sessions.append({
-            "id": session.id, "date": session.day, **checks_to_props(session_checks(session)),
+            "id": session.id, "date": session.day, "recorded_at": session.recorded_at,
+            **checks_to_props(session_checks(session)),
             "messages": [{"id": session.message_id(user, i), "index": i, "role": str(Role.USER), "text": text}
                          for i, text in enumerate(session.messages)],
         })
@@ -66,10 +67,12 @@ def final_state(script: UserScript) -> FinalState:
         for old, new in session.retirements:
             valid_to[old] = session.day
             supersedes.append({"new_fact_id": new, "old_fact_id": old, "session_id": session.id,
-                               "at": session.day, "stage": RETIREMENT_STAGE, "reason": RETIREMENT_REASON})
+                               "at": session.day, "recorded_at": session.recorded_at, "stage": RETIREMENT_STAGE,
+                               "reason": RETIREMENT_REASON})
         for old, new in session.expiries:
             valid_to[old] = session.day
-            expires.append({"new_fact_id": new, "old_fact_id": old, "session_id": session.id, "at": session.day})
+            expires.append({"new_fact_id": new, "old_fact_id": old, "session_id": session.id, "at": session.day,
+                            "recorded_at": session.recorded_at})
     facts = [
         {"id": fact.id, "text": fact.text, "topic": fact.topic, "domain": fact.domain, "inferred": False,
          "kind": str(fact.kind), "status": str(script.statuses[fact.row]), "valid_from": session.day,
@@ -98,7 +101,8 @@ def as_export(state: FinalState) -> UserExport:
     """The same final state as an export, for ``import_user`` (the embedded store's bulk path)."""
     return UserExport(
         user_id=state.user_id,
-        sessions=tuple(ExportedSession(id=s["id"], date=s["date"], checks=checks_from_props(s))
+        sessions=tuple(ExportedSession(id=s["id"], date=s["date"], checks=checks_from_props(s),
+                                       recorded_at=s["recorded_at"])
                        for s in state.sessions),
         messages=tuple(ExportedMessage(id=m["id"], session_id=s["id"], index=m["index"], role=Role.USER,
                                        text=m["text"], redacted=False)
