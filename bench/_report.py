@@ -7,6 +7,7 @@ replaces only the generated part, so rerunning a benchmark never loses the readi
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import platform
@@ -16,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -145,3 +146,8 @@ def write_generated(path: Path, title: str, generated: str) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"# {title}\n\n{block}\n", encoding="utf-8")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, blank lines skipped."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -43,7 +43,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench._report import evenly_spread, invocation, machine_lines, markdown_table, write_generated
+from bench._report import evenly_spread, invocation, machine_lines, markdown_table, read_jsonl, write_generated
 from lastknown_graph.domain.volatility import UNKNOWN_DOMAIN_VOLATILITY, stage1_flag_bar
 from lastknown_graph.llm import LLM, ChatModel
 from lastknown_graph.prompts import conflict_verdict, still_true
@@ -75,13 +75,10 @@ class Layout:
     stage2: Callable[[str, date, str, date, list[str]], list[dict[str, str]]]
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
 
 def load_pairs(limit: int | None = None) -> list[Pair]:
-    changes = _jsonl(BENCH_DIR / "pairs.jsonl")
-    profile = {d["id"]: d for d in _jsonl(BENCH_DIR / "distractors.jsonl")}
+    changes = read_jsonl(BENCH_DIR / "pairs.jsonl")
+    profile = {d["id"]: d for d in read_jsonl(BENCH_DIR / "distractors.jsonl")}
     timeless = [profile[i] for i in TIMELESS]
     if limit is not None:
         changes = evenly_spread(changes, limit)
@@ -120,7 +117,7 @@ def layouts(compare: str | None) -> list[Layout]:
 def _rows(path: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
     if not path.exists():
         return {}
-    return {(r["stage"], r["pair"], r["layout"]): r for r in _jsonl(path)}
+    return {(r["stage"], r["pair"], r["layout"]): r for r in read_jsonl(path)}
 
 
 def _in_turn(pairs: Sequence[Pair], found: Sequence[Layout]) -> Iterator[tuple[Pair, Layout]]:

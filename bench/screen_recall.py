@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench._report import evenly_spread, invocation, machine_lines, markdown_table, write_generated
+from bench._report import evenly_spread, invocation, machine_lines, markdown_table, read_jsonl, write_generated
 from bench.prompt_order import BENCH_DIR, TIMELESS
 from lastknown_graph.domain.models import Fact, FactKind, FactStatus
 from lastknown_graph.llm import LLM, ChatModel, LLMOutputError
@@ -52,9 +52,6 @@ class Screening:
     older: list[Fact]
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
 
 def _fact(fact_id: str, text: str, day: date) -> Fact:
     # Ids may hold "@" (a timeless fact shown in several screens); built unvalidated, as the ids never reach a store.
@@ -64,8 +61,8 @@ def _fact(fact_id: str, text: str, day: date) -> Fact:
 
 
 def screenings(pairs: int | None, newer_per_screen: int, timeless_per_newer: int, seed: int) -> list[Screening]:
-    changes = evenly_spread(_jsonl(BENCH_DIR / "pairs.jsonl"), pairs)
-    profile = {d["id"]: d for d in _jsonl(BENCH_DIR / "distractors.jsonl")}
+    changes = evenly_spread(read_jsonl(BENCH_DIR / "pairs.jsonl"), pairs)
+    profile = {d["id"]: d for d in read_jsonl(BENCH_DIR / "distractors.jsonl")}
     timeless = [profile[i] for i in TIMELESS]
     shuffle = random.Random(seed)
     found = []
@@ -98,7 +95,7 @@ def ask(llm: ChatModel, screening: Screening) -> dict[str, Any]:
 
 
 def run(llm: ChatModel, found: Sequence[Screening], rows_path: Path) -> dict[str, dict[str, Any]]:
-    done = {r["screen"]: r for r in _jsonl(rows_path)} if rows_path.exists() else {}
+    done = {r["screen"]: r for r in read_jsonl(rows_path)} if rows_path.exists() else {}
     rows_path.parent.mkdir(parents=True, exist_ok=True)
     with rows_path.open("a", encoding="utf-8") as out:
         for screening in found:
