@@ -28,7 +28,7 @@ from lastknown_graph.domain.models import (
 from lastknown_graph.domain.reports import ForgetReport
 from lastknown_graph.domain.review import DEFAULT_REVIEW_BAND, band_argument, stable_domains
 from lastknown_graph.domain.search import KindArgument, NamesArgument, PeriodArgument, StatusArgument, search_scope
-from lastknown_graph.domain.validation import check_text, normalised_identifier, parse_day
+from lastknown_graph.domain.validation import check_text, moment_argument, normalised_identifier, parse_day
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, SchemaMismatchError, UnknownUserError
@@ -71,16 +71,6 @@ def day_argument(value: date | datetime | str, *, allow_future: bool = False) ->
     if not allow_future and day > datetime.now(UTC).date() + timedelta(days=MAX_DAYS_AHEAD):
         raise InvalidInputError(f"date {day.isoformat()} is in the future")
     return day
-
-
-def moment_argument(value: object, what: str = "known_at") -> datetime:
-    """A moment from a caller: an aware datetime (a naive one could be any of 26 hours), in UTC."""
-    if not isinstance(value, datetime):
-        raise InvalidInputError(f"{what} must be a datetime with a time zone, got {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInputError(f"{what} {value.isoformat()} has no time zone, so it names no one moment: give one "
-                                "(datetime(..., tzinfo=UTC), or an ISO time ending in Z or +02:00)")
-    return value.astimezone(UTC)
 
 
 def id_argument(value: object, what: str) -> str:

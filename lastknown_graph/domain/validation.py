@@ -10,6 +10,8 @@ import re
 import unicodedata
 from datetime import UTC, date, datetime
 
+from lastknown_graph.errors import InvalidInputError
+
 MAX_IDENTIFIER_CHARS = 200  # ids are keys, not content; long ones are a caller bug
 MAX_MESSAGE_CHARS = 100_000  # one conversational turn; longer input is a paste, not a message
 MAX_FACT_CHARS = 300  # a fact is a short sentence; longer is a copied message, not a fact
@@ -110,3 +112,13 @@ def parse_day(value: date | datetime | str) -> date:
         except ValueError as exc:
             raise ValueError(f"not an ISO date (YYYY-MM-DD): {value[:40]!r}") from exc
     raise ValueError(f"not a date: {type(value).__name__}")
+
+
+def moment_argument(value: object, what: str = "known_at") -> datetime:
+    """A moment from a caller: an aware datetime (a naive one could be any of 26 hours), in UTC."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{what} must be a datetime with a time zone, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInputError(f"{what} {value.isoformat()} has no time zone, so it names no one moment: give an "
+                                "aware one (datetime(..., tzinfo=UTC), or an ISO time ending in Z or +02:00)")
+    return value.astimezone(UTC)

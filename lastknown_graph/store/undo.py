@@ -33,7 +33,8 @@ from lastknown_graph.domain.models import (
     UndoReport,
 )
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.errors import InvalidInputError, UndoConflictError, UnknownSessionError
+from lastknown_graph.domain.validation import moment_argument
+from lastknown_graph.errors import UndoConflictError, UnknownSessionError
 from lastknown_graph.store.records import to_day
 
 _KIND_OF_RELATION = {
@@ -293,8 +294,4 @@ def undo_moment(undone_at: datetime | None) -> datetime:
     """When an undo happens: the caller's aware moment in UTC, or now."""
     if undone_at is None:
         return datetime.now(UTC)
-    if not isinstance(undone_at, datetime):
-        raise InvalidInputError(f"undone_at must be a datetime with a time zone, got {type(undone_at).__name__}")
-    if undone_at.tzinfo is None or undone_at.utcoffset() is None:
-        raise InvalidInputError(f"undone_at must be an aware datetime, got {undone_at!r}")
-    return undone_at.astimezone(UTC)
+    return moment_argument(undone_at, "undone_at")
