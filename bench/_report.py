@@ -129,8 +129,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]], alig
     """A markdown table; the first ``align_left`` columns are left-aligned, the rest right-aligned."""
     separators = [":--" if i < align_left else "--:" for i in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(separators) + " |"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(table_cell(cell) for cell in row) + " |" for row in rows]
     return lines
+
+
+def table_cell(value: object) -> str:
+    """One line of text that cannot end the cell: an error message's line breaks and pipes would break the row."""
+    return " ".join(str(value).split()).replace("|", "/")
 
 
 def write_generated(path: Path, title: str, generated: str) -> None:
