@@ -37,8 +37,9 @@ def premise_messages(message: str, retired_fact: str) -> list[dict[str, str]]:
 
 
 class AssumedFacts(BaseModel):
+    # Required: an answer without it ("{}", another key) is unreadable, so each fact is checked on its own rather than
+    # read as "assumes none".
     assumed: list[int] = Field(
-        default_factory=list,
         description="The numbers of the facts the message takes for granted; an empty list when it assumes none.",
     )
 

@@ -35,8 +35,9 @@ class ScreenedPair(BaseModel):
 
 
 class Screen(BaseModel):
+    # Required: an answer without it ("{}", another key) is unreadable, so the write's pairs are checked one by one
+    # rather than read as "nothing changed".
     pairs: list[ScreenedPair] = Field(
-        default_factory=list,
         description="Every pair where the newer fact could mean the older fact is no longer true; "
         "an empty list when no older fact may have changed.",
     )
