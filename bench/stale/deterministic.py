@@ -106,7 +106,10 @@ def summary(results: Sequence[ScenarioResult]) -> dict[str, object]:
     n = len(results)
     linked = [r.linkage for r in results if r.linkage is not None]
     calls = sum(c.calls for r in results for usage in r.usage.values() for c in usage.values())
-    seconds = sum(s for r in results for s in r.seconds.values())
+    # Scenarios whose time was not recorded (errors before the runner timed the phase that failed) are left out of
+    # the mean, rather than counted as instant.
+    timed = [r for r in results if r.seconds]
+    seconds = sum(s for r in timed for s in r.seconds.values())
     answers = [c for r in results for c in [r.usage.get("answer", {}).get("answer")] if c is not None]
     answer_calls = sum(c.calls for c in answers)
     out: dict[str, object] = {
@@ -122,7 +125,7 @@ def summary(results: Sequence[ScenarioResult]) -> dict[str, object]:
         "answer_prompt_tokens": round(sum(c.prompt_tokens for c in answers) / answer_calls, 1) if answer_calls
         else None,
         "calls_per_scenario": round(calls / n, 2) if n else None,
-        "seconds_per_scenario": round(seconds / n, 1) if n else None,
+        "seconds_per_scenario": round(seconds / len(timed), 1) if timed else None,
         "linkage_new_session": None, "linkage_other": None, "linkage_missed": None, "nothing_extracted": None,
         "false_retirement_rate": None, "m_new_kept": None,
     }

@@ -127,6 +127,8 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
         linkage, checks = system.graph_results(scenario) if isinstance(system, MemorySystem) else (None, [])
     except (LastknownError, SystemFailure) as exc:
         usage["ingest"] = system.ingest_usage
+        # The time until the failure, in the phase that failed: what a failing peer cost is part of the comparison.
+        seconds["answer" if "ingest" in seconds else "ingest"] = time.perf_counter() - started
         error = f"{type(exc).__name__}: {exc}" if isinstance(exc, LastknownError) else str(exc)
         return ScenarioResult(**base, status="error", error=error, probes=probes, usage=usage, seconds=seconds)
     finally:

@@ -196,6 +196,17 @@ def test_judge_free_summary_counts_errors_as_failures_and_leaves_baselines_witho
         1, 0.0, None, None)
 
 
+def test_seconds_per_scenario_leaves_out_scenarios_whose_time_was_not_recorded() -> None:
+    def result(uid: str, status: str, seconds: dict[str, float]) -> ScenarioResult:
+        return ScenarioResult(uid=uid, type="T1", system="graphiti", status=status,  # type: ignore[arg-type]
+                              user_id="u", sessions=4, user_turns=5, seconds=seconds)
+
+    timed = summary([result("a", "ok", {"ingest": 30.0, "answer": 10.0}), result("b", "error", {"ingest": 20.0}),
+                     result("c", "error", {})])
+    assert timed["seconds_per_scenario"] == 30.0  # (40 + 20) / 2: the untimed error is not an instant scenario
+    assert summary([result("c", "error", {})])["seconds_per_scenario"] is None
+
+
 def test_per_type_takes_the_first_scenarios_of_each_type() -> None:
     chosen = first_per_type(SCENARIOS, 1)
     assert [s.type for s in chosen] == ["T1", "T2"]

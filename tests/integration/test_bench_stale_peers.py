@@ -234,6 +234,7 @@ def test_a_peers_unreadable_reply_is_a_system_error_not_a_pass(tmp_path: Path, n
     for system, result in results.items():
         assert result.status == "error" and not result.probes, system
         assert sum(c.calls for c in result.usage["ingest"].values()) >= 1  # the failing call was counted
+        assert result.seconds.get("ingest", 0.0) > 0.0  # and the time it took until it failed
         numbers = summary([result])
         assert (numbers["errors"], numbers["sr_det"], numbers["keeps_new_det"], numbers["both_right"]) == (
             1, 0.0, 0.0, 0)
