@@ -216,7 +216,7 @@ def scenario_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[lis
             rows.append([r.uid[:8], r.type, system, _lead(r, "dim1"), _lead(r, "keeps_new"),
                          *(_mark(r, c) for c in (*DIMENSIONS, *EXTRAS)),
                          r.linkage.category if r.linkage else "-", calls,
-                         (r.error or "; ".join(r.judge_errors.values()) or "")[:120].replace("|", "/")])
+                         (r.error or "; ".join(r.judge_errors.values()) or "")[:120]])
     return rows
 
 

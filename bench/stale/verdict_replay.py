@@ -71,7 +71,7 @@ def report(path: Path, settings: ConflictSettings) -> str:
         *markdown_table(
             ["scenario", "changed pair", "P(still true)", "earlier", "later", "stage-2 reason"],
             [[r.uid[:8], bool(r.check.changed), f"{r.check.still_true_probability or 0:.2f}", r.check.earlier,
-              r.check.later, r.check.reason.replace("|", "/")] for r in flipped],
+              r.check.later, r.check.reason] for r in flipped],
             align_left=6,
         ),
     ]
