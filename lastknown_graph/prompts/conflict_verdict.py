@@ -6,9 +6,12 @@ still true at the later date?", a 1.5B model kept a moved-away city because "it 
 examples of both verdicts come first as earlier exchanges; measured on Qwen2.5-Coder-1.5B over 20 hand-written
 pairs, this kept all 10 unchanged pairs and retired 5 of 10 changed ones (the previous prompt: 5 and 4).
 
-The newer fact and the person's words come before the older fact, so the stage-2 calls of one new fact share
-everything up to the older fact with a server's prefix cache; the question stays last, next to the answer. (The
-counts above were measured with the older fact first; this order has not been measured again.)
+The older fact comes first, then the newer fact and the person's words, then the question. Putting the newer fact
+first (``0e8be5d``, so that the stage-2 calls of one new fact share a longer prefix with a server's cache) cost
+judgment: on the ten pairs the Qwen2.5-Coder-1.5B STALE run sent to stage 2, with the person's words as evidence,
+that order retired 2 of the 10 changed pairs and this one 5 (three moves to another city kept as "both can hold");
+the 13 other pairs got the same verdicts either way (``bench/results/prompt-order.md``). The prefix it saved was
+the newer fact and its evidence, a few dozen tokens per stage-2 call.
 """
 
 from __future__ import annotations
@@ -56,13 +59,13 @@ EXAMPLES: Final = (
 
 
 def _pair(earlier: str, earlier_day: date, later: str, later_day: date, later_evidence: list[str]) -> str:
-    # What the checks of one new fact share first, the older fact (which differs) last but the question.
-    content = f"Newer fact (written {later_day.isoformat()}, true today): {later}"
+    # The older fact first: the layout that judges best (see the module docstring).
+    content = (f"Older fact (written {earlier_day.isoformat()}): {earlier}\n"
+               f"Newer fact (written {later_day.isoformat()}, true today): {later}")
     if later_evidence:
         quoted = "\n".join(f'- "{text}"' for text in later_evidence)
         content += f"\nWhat the person said on {later_day.isoformat()}:\n{quoted}"
-    return content + (f"\nOlder fact (written {earlier_day.isoformat()}): {earlier}"
-                      "\nIs the older fact still true today?")
+    return content + "\nIs the older fact still true today?"
 
 
 def own_words() -> list[str]:
