@@ -150,15 +150,22 @@ class Step:
 # ---------------------------------------------------------------------------------------------- running
 
 
+def _rounded(probability: float | None) -> float | None:
+    return None if probability is None else round(probability, 3)
+
+
 def _write_effect(report: WriteReport) -> tuple[dict[str, int], str]:
     effect = {name: len(getattr(report, name)) for name in
               ("added", "confirmed", "retired", "expired", "kept", "disputed", "held", "overtaken", "rejected")}
     decided = {
         "added": sorted(a.text for a in report.added),
         "confirmed": sorted(c.text for c in report.confirmed),
-        "retired": sorted((r.old_text, r.new_text, r.stage) for r in report.retired),
+        # Stage 1's P(still true) beside each checked pair: which pairs a real model sends to stage 2 is read off it.
+        "retired": sorted(
+            (r.old_text, r.new_text, r.stage, _rounded(r.still_true_probability)) for r in report.retired
+        ),
         "expired": sorted((e.old_text, e.new_text) for e in report.expired),
-        "kept": sorted((k.text, k.against, k.stage) for k in report.kept),
+        "kept": sorted((k.text, k.against, k.stage, _rounded(k.still_true_probability)) for k in report.kept),
         "disputed": sorted((d.old_text, d.new_text) for d in report.disputed),
     }
     return effect, json.dumps(decided, sort_keys=True)

@@ -197,7 +197,7 @@ def test_write_cost_short_form_computes_its_figures_from_its_own_steps(tmp_path:
     # the scenario's scripted retirements all happen on mature users too
     expected = {j.earlier for j in scenario.judgements if j.verdict == NO_LONGER_TRUE}
     for size in write_cost.QUICK_SIZES:
-        retired = {old for s in writes if s.size == size for old, _, _ in json.loads(s.decisions)["retired"]}
+        retired = {old for s in writes if s.size == size for old, *_ in json.loads(s.decisions)["retired"]}
         assert retired == expected, size
     # the prompt-sharing table counts every call of the sequential run at 100 facts, and what they evaluated
     sharing = [r for r in table(markdown, "## Prompt sharing by purpose") if r["library"] == write_cost.THIS_CHECKOUT]
