@@ -65,6 +65,7 @@ from lastknown_graph.domain.reports import Answer, WriteReport
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
+from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
@@ -98,6 +99,7 @@ class Setting:
     name: str
     max_concurrent: int
     parallel_slots: int | None = None  # the scripted server's; None: all at once
+    stage2_per_new_fact: int | None = None  # ConflictSettings.stage2_per_new_fact; None: the library's default
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,9 @@ def run_scenario(options: RunOptions, setting: Setting, size: int, scenario: Sce
         requests = _Requests(server) if server is not None else None
         if requests is not None:
             requests.new_calls()
-        memory = Memory(llm, embedder, user=user, store=store)
+        conflict = {"conflict_settings": ConflictSettings(stage2_per_new_fact=setting.stage2_per_new_fact)} \
+            if setting.stage2_per_new_fact is not None else {}
+        memory = Memory(llm, embedder, user=user, store=store, **conflict)
         steps: list[Step] = []
 
         def measured(kind: str, label: str, action: Callable[[], WriteReport | Answer]) -> tuple[Any, Step]:
@@ -463,7 +467,8 @@ def ask_rows(steps: Sequence[Step]) -> list[list[object]]:
 
 def concurrency_rows(steps: Sequence[Step]) -> list[list[object]]:
     rows: list[list[object]] = []
-    others = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and s.setting != SEQUENTIAL})
+    # The concurrent settings only: a stage-2 budget decides differently by design, the write table shows it.
+    others = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and s.setting.startswith("concurrent")})
     for size in sorted({s.size for s in steps if s.library == THIS_CHECKOUT}):
         base = select(steps, kind="write", size=size)
         if not base:
@@ -663,6 +668,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="the short form: users of 10 and 100 facts, one "
                         f"scenario, {QUICK_LATENCY_MS:g} ms per completion")
     parser.add_argument("--compare", metavar="REV", help="also run the bench on the library of commit REV")
+    parser.add_argument("--stage2-per-new-fact", type=int, metavar="N",
+                        help="also run one call at a time with ConflictSettings(stage2_per_new_fact=N)")
     parser.add_argument("--base-url", help="a real OpenAI-compatible server instead of the scripted one")
     parser.add_argument("--model", help="the real server's model (default: the first it lists)")
     parser.add_argument("--api-key", default="not-needed", help="the real server's key")
@@ -699,6 +706,9 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         else:
             settings += [Setting(f"concurrent x{concurrency}, batching", concurrency),
                          Setting(f"concurrent x{concurrency}, one-slot", concurrency, parallel_slots=1)]
+    if args.stage2_per_new_fact is not None:
+        settings.append(Setting(f"stage 2 <= {args.stage2_per_new_fact} per new fact", 1,
+                                stage2_per_new_fact=args.stage2_per_new_fact))
     answer_tokens = args.answer_max_tokens or (REAL_ANSWER_MAX_TOKENS if real else SCRIPTED_ANSWER_MAX_TOKENS)
     return RunOptions(library=args.library_label, sizes=tuple(sizes), scenarios=tuple(scenarios),
                       settings=tuple(settings), latency_s=latency_ms / 1000, answer_max_tokens=answer_tokens, real=real)
@@ -711,10 +721,12 @@ def _child_args(argv: Sequence[str]) -> list[str]:
         if skip:
             skip = False
             continue
-        if arg in ("--compare", "--out", "--emit-rows", "--library-label"):
+        # --stage2-per-new-fact: a setting the other revision may not have; it runs on this checkout only.
+        if arg in ("--compare", "--out", "--emit-rows", "--library-label", "--stage2-per-new-fact"):
             skip = True
             continue
-        if arg.startswith(("--compare=", "--out=", "--emit-rows=", "--library-label=")) or arg == "--no-write":
+        if arg.startswith(("--compare=", "--out=", "--emit-rows=", "--library-label=", "--stage2-per-new-fact=")) \
+                or arg == "--no-write":
             continue
         args.append(arg)
     return args

@@ -69,6 +69,18 @@ class ConflictSettings:
     # of 0.89 (bench/results/prompt-order.md). A model that cannot list would retire nothing, so per_pair is the
     # default until the screen is measured on a model that can.
     screening: Literal["per_pair", "one_call"] = "per_pair"
+    # At most this many of one new fact's flagged pairs go to stage 2, those stage 1 finds likeliest to have changed
+    # (lowest P(still true)) first; the other flagged pairs are kept as stage 1's. None: every flagged pair goes.
+    # For a model whose stage-1 probabilities rank pairs well but sit below every bar (Qwen2.5-Coder-1.5B flags
+    # nearly every pair, bench/results/write-cost-real.md), where each flagged pair costs a reasoned call. With
+    # it, a write asks stage 1 about all of a new fact's candidates before any stage 2; without logprobs (no
+    # probabilities to rank) and with the one-call screen it changes nothing.
+    stage2_per_new_fact: int | None = None
+
+    def __post_init__(self) -> None:
+        budget = self.stage2_per_new_fact
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ValueError(f"stage2_per_new_fact must be a positive integer or None, got {budget!r}")
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,13 @@ def keep_is_overruled(
     )
 
 
+def stage1_probability(llm: ChatModel, meter: UsageMeter, earlier: Fact, later_text: str, later_day: date) -> float:
+    """Stage 1: P(``earlier`` still true once ``later_text`` holds), one one-token call (the server gives logprobs)."""
+    return 1.0 - llm.yes_probability(
+        outdated_messages(earlier.text, earlier.valid_from, later_text, later_day), purpose="stage1", meter=meter,
+    )
+
+
 def judge_pair(
     llm: ChatModel,
     meter: UsageMeter,
@@ -177,10 +196,7 @@ def judge_pair(
     probability: float | None = None
     bar: float | None = None
     if llm.capabilities().logprobs:
-        probability = 1.0 - llm.yes_probability(
-            outdated_messages(earlier.text, earlier.valid_from, later_text, later_day),
-            purpose="stage1", meter=meter,
-        )
+        probability = stage1_probability(llm, meter, earlier, later_text, later_day)
         bar = flag_bar(settings, earlier_volatility)
         if probability >= bar:
             return PairDecision(False, Stage.STAGE1, probability, "stage 1: earlier fact still true", bar)

@@ -50,11 +50,13 @@ from lastknown_graph.pipeline.conflicts import (
     PairDecision,
     candidate_probe,
     domain_candidate_budget,
+    flag_bar,
     is_near_repetition,
     is_repetition,
     judge_pair,
     moment_expires,
     select_candidates,
+    stage1_probability,
     stage2_decision,
 )
 from lastknown_graph.pipeline.decisions import (
@@ -219,6 +221,8 @@ class PlanningMemo:
     decisions: dict[PairKey, PairDecision] = field(default_factory=dict)
     # The screening call's answer per pair (True: listed, goes to stage 2); a re-plan screens only pairs not in it.
     screened: dict[PairKey, bool] = field(default_factory=dict)
+    # Stage 1's P(still true) per pair, asked ahead of stage 2 when ConflictSettings.stage2_per_new_fact ranks them.
+    stage1: dict[PairKey, float] = field(default_factory=dict)
 
 
 def pair_key(earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairKey:
@@ -250,6 +254,9 @@ class _Planner:
     # (old fact id, the new fact's words normalised) of each retirement the user rejected on review: a new fact saying
     # the same never retires that fact again, and the model is not asked.
     rejected: frozenset[tuple[str, str]] = frozenset()
+    # While one new fact's earlier facts are checked under ConflictSettings.stage2_per_new_fact: the flagged pairs
+    # that may go to stage 2. None: no budget, every flagged pair goes.
+    stage2_allowed: frozenset[PairKey] | None = None
 
     def was_rejected(self, earlier: Fact, later_text: str) -> bool:
         return (earlier.id, normalised(later_text)) in self.rejected
@@ -273,9 +280,60 @@ class _Planner:
         if listed:
             return stage2_decision(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
                                    None, Stage.SCREEN_STAGE2)
+        ranked = self.memo.stage1.get(pair_key(earlier, later_text, later_day, later_words))
+        if self.stage2_allowed is not None and ranked is not None:
+            return self._judge_ranked(earlier, later_text, later_day, later_words, ranked)
         # Not screened (per-pair setting, a later-stated fact, or an unreadable screen): stage 1, then stage 2.
         return judge_pair(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
                           earlier_volatility=self.priors.of(earlier.domain))
+
+    def _judge_ranked(
+        self, earlier: Fact, later_text: str, later_day: date, later_words: list[str], probability: float
+    ) -> PairDecision:
+        """Stage 2 for a flagged pair only if it is among the new fact's likeliest changes (``stage2_allowed``)."""
+        bar = flag_bar(self.settings, self.priors.of(earlier.domain))
+        if probability >= bar:
+            return PairDecision(False, Stage.STAGE1, probability, "stage 1: earlier fact still true", bar)
+        allowed = self.stage2_allowed or frozenset()
+        if pair_key(earlier, later_text, later_day, later_words) not in allowed:
+            return PairDecision(
+                False, Stage.STAGE1, probability,
+                f"stage 1: P(still true) {probability:.2f} is below the bar {bar:.2f}, but "
+                f"{self.settings.stage2_per_new_fact} likelier changes of this new fact went to stage 2", bar,
+            )
+        return stage2_decision(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
+                               probability, bar=bar)
+
+    def _rank_for_stage2(
+        self, new: NewFact, candidates: list[Candidate], words: list[str]
+    ) -> frozenset[PairKey] | None:
+        """Under ``ConflictSettings.stage2_per_new_fact``: ask stage 1 about every earlier fact the loop may check
+        (concurrently where the client allows), and return the flagged pairs with the lowest P(still true), ties in
+        candidate order. None when there is no budget, no logprobs to rank by, or the pairs are screened."""
+        budget = self.settings.stage2_per_new_fact
+        if (budget is None or new.kind is not FactKind.STATE or self.settings.screening != "per_pair"
+                or not self.llm.capabilities().logprobs):
+            return None
+        keys: dict[PairKey, Fact] = {}
+        for candidate in candidates:
+            earlier = candidate.fact
+            if (earlier.id in self.touched or earlier.kind is not FactKind.STATE
+                    or self.was_rejected(earlier, new.text)):
+                continue
+            key = pair_key(earlier, new.text, self.day, words)
+            if key not in self.memo.decisions and key not in self.memo.screened:
+                keys.setdefault(key, earlier)
+        unasked = [key for key in keys if key not in self.memo.stage1]
+        answers = in_order([
+            functools.partial(stage1_probability, self.llm, self.meter, keys[key], new.text, self.day)
+            for key in unasked
+        ], self.concurrency)
+        self.memo.stage1.update(zip(unasked, answers, strict=True))
+        flagged = [
+            (self.memo.stage1[key], position, key) for position, (key, earlier) in enumerate(keys.items())
+            if self.memo.stage1[key] < flag_bar(self.settings, self.priors.of(earlier.domain))
+        ]
+        return frozenset(key for _, _, key in sorted(flagged)[:budget])
 
     def earlier_candidates(self, found_for_fact: ProbeCandidates, topic: str) -> list[Candidate]:
         """The candidates a new fact is checked against: stated on or before this conversation's day."""
@@ -411,6 +469,15 @@ class _Planner:
         self, new: NewFact, candidates: list[Candidate], words: list[str], decided: dict[str, PairDecision]
     ) -> bool:
         """Expire, retire or keep each earlier candidate; True when the new fact only disputes one."""
+        self.stage2_allowed = self._rank_for_stage2(new, candidates, words)
+        try:
+            return self._check_each_earlier_fact(new, candidates, words, decided)
+        finally:
+            self.stage2_allowed = None
+
+    def _check_each_earlier_fact(
+        self, new: NewFact, candidates: list[Candidate], words: list[str], decided: dict[str, PairDecision]
+    ) -> bool:
         retired_by_this = 0
         asked_up_to = 0  # with concurrency, the candidates before this index have been asked about already
         for index, candidate in enumerate(candidates):
