@@ -408,7 +408,7 @@ def headline(steps: Sequence[Step], real: bool) -> dict[str, float]:
 
 def batching_setting_name(steps: Sequence[Step]) -> str | None:
     """The concurrent setting on a batching server (scripted) or on the real server, if the run has one."""
-    names = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and s.setting != SEQUENTIAL
+    names = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and s.setting.startswith("concurrent")
                     and "one-slot" not in s.setting})
     return names[0] if names else None
 
