@@ -11,7 +11,10 @@ first (``0e8be5d``, so that the stage-2 calls of one new fact share a longer pre
 judgment: on the ten pairs the Qwen2.5-Coder-1.5B STALE run sent to stage 2, with the person's words as evidence,
 that order retired 2 of the 10 changed pairs and this one 5 (three moves to another city kept as "both can hold");
 the 13 other pairs got the same verdicts either way (``bench/results/prompt-order.md``). The prefix it saved was
-the newer fact and its evidence, a few dozen tokens per stage-2 call.
+the newer fact and its evidence, a few dozen tokens per stage-2 call. This order also says "no longer true" more
+often on pairs that did not change: on a user who knows 100 facts the same model retired 31 facts in four
+conversations (17 with the newer fact first), most of them background facts the conversation does not touch
+(``bench/results/write-cost-real.md``); ``ConflictSettings.stage2_per_new_fact`` bounds how many it judges.
 """
 
 from __future__ import annotations
