@@ -76,6 +76,7 @@ COMMAND = "python -m bench.write_cost"
 PURPOSES = ("extraction", "screen", "stage1", "stage2", "premise", "premise_batch", "answer")
 THIS_CHECKOUT = "this checkout"
 SEQUENTIAL = "sequential"
+CONCURRENT = "concurrent x"  # the start of every concurrent setting's name ("concurrent x4, batching")
 HEADLINE_SIZE = 100
 DEFAULT_SIZES = (10, 100, 1000)
 QUICK_SIZES = (10, 100)
@@ -406,9 +407,13 @@ def headline(steps: Sequence[Step], real: bool) -> dict[str, float]:
     return figures
 
 
+def is_concurrent(setting: str) -> bool:
+    return setting.startswith(CONCURRENT)
+
+
 def batching_setting_name(steps: Sequence[Step]) -> str | None:
     """The concurrent setting on a batching server (scripted) or on the real server, if the run has one."""
-    names = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and s.setting.startswith("concurrent")
+    names = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and is_concurrent(s.setting)
                     and "one-slot" not in s.setting})
     return names[0] if names else None
 
@@ -468,7 +473,7 @@ def ask_rows(steps: Sequence[Step]) -> list[list[object]]:
 def concurrency_rows(steps: Sequence[Step]) -> list[list[object]]:
     rows: list[list[object]] = []
     # The concurrent settings only: a stage-2 budget decides differently by design, the write table shows it.
-    others = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and s.setting.startswith("concurrent")})
+    others = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and is_concurrent(s.setting)})
     for size in sorted({s.size for s in steps if s.library == THIS_CHECKOUT}):
         base = select(steps, kind="write", size=size)
         if not base:
@@ -702,10 +707,10 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     settings = [Setting(SEQUENTIAL, 1)]
     if concurrency > 1:
         if real:
-            settings.append(Setting(f"concurrent x{concurrency}", concurrency))
+            settings.append(Setting(f"{CONCURRENT}{concurrency}", concurrency))
         else:
-            settings += [Setting(f"concurrent x{concurrency}, batching", concurrency),
-                         Setting(f"concurrent x{concurrency}, one-slot", concurrency, parallel_slots=1)]
+            settings += [Setting(f"{CONCURRENT}{concurrency}, batching", concurrency),
+                         Setting(f"{CONCURRENT}{concurrency}, one-slot", concurrency, parallel_slots=1)]
     if args.stage2_per_new_fact is not None:
         settings.append(Setting(f"stage 2 <= {args.stage2_per_new_fact} per new fact", 1,
                                 stage2_per_new_fact=args.stage2_per_new_fact))

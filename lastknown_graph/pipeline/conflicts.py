@@ -186,17 +186,22 @@ def judge_pair(
     later_evidence: list[str],
     settings: ConflictSettings,
     earlier_volatility: float = UNKNOWN_DOMAIN_VOLATILITY,
+    probability: float | None = None,
 ) -> PairDecision:
     """Stage 1 (one token) for every pair; stage 2 (reason, then verdict) only for flagged pairs.
 
+    ``probability``: stage 1's answer when it was asked already (``ConflictSettings.stage2_per_new_fact`` asks all
+    of a new fact's pairs first); it is used only where the server gives logprobs, as one asked here would be.
     Without logprobs stage 1 is a bare Yes/No that cannot flag generously, so every pair goes to stage 2. A
     "still true" whose reason only restates the prompt leaves the pair to a confident stage 1
     (``ConflictSettings.unreasoned_keep_overruled_below``).
     """
-    probability: float | None = None
     bar: float | None = None
-    if llm.capabilities().logprobs:
-        probability = stage1_probability(llm, meter, earlier, later_text, later_day)
+    if not llm.capabilities().logprobs:
+        probability = None
+    else:
+        if probability is None:
+            probability = stage1_probability(llm, meter, earlier, later_text, later_day)
         bar = flag_bar(settings, earlier_volatility)
         if probability >= bar:
             return PairDecision(False, Stage.STAGE1, probability, "stage 1: earlier fact still true", bar)

@@ -291,18 +291,17 @@ class _Planner:
         self, earlier: Fact, later_text: str, later_day: date, later_words: list[str], probability: float
     ) -> PairDecision:
         """Stage 2 for a flagged pair only if it is among the new fact's likeliest changes (``stage2_allowed``)."""
-        bar = flag_bar(self.settings, self.priors.of(earlier.domain))
-        if probability >= bar:
-            return PairDecision(False, Stage.STAGE1, probability, "stage 1: earlier fact still true", bar)
+        volatility = self.priors.of(earlier.domain)
+        bar = flag_bar(self.settings, volatility)
         allowed = self.stage2_allowed or frozenset()
-        if pair_key(earlier, later_text, later_day, later_words) not in allowed:
+        if probability < bar and pair_key(earlier, later_text, later_day, later_words) not in allowed:
             return PairDecision(
                 False, Stage.STAGE1, probability,
                 f"stage 1: P(still true) {probability:.2f} is below the bar {bar:.2f}, but "
                 f"{self.settings.stage2_per_new_fact} likelier changes of this new fact went to stage 2", bar,
             )
-        return stage2_decision(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
-                               probability, bar=bar)
+        return judge_pair(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
+                          earlier_volatility=volatility, probability=probability)
 
     def _rank_for_stage2(
         self, new: NewFact, candidates: list[Candidate], words: list[str]
@@ -317,8 +316,7 @@ class _Planner:
         keys: dict[PairKey, Fact] = {}
         for candidate in candidates:
             earlier = candidate.fact
-            if (earlier.id in self.touched or earlier.kind is not FactKind.STATE
-                    or self.was_rejected(earlier, new.text)):
+            if not self._judged_as_pair(new, earlier):
                 continue
             key = pair_key(earlier, new.text, self.day, words)
             if key not in self.memo.decisions and key not in self.memo.screened:
@@ -397,6 +395,14 @@ class _Planner:
         needed = evidence_needed(len(earlier.confirmed_in), self.priors.of(earlier.domain))
         return new.inferred and needed is not None and len(earlier.contradicted_in) + 1 < needed
 
+    def _judged_as_pair(self, new: NewFact, earlier: Fact) -> bool:
+        """Whether the loop of ``_check_earlier_facts`` asks the model about (earlier, new): not a fact it already
+        touched, not a moment (moments expire or are left alone), not a pair the user rejected on review."""
+        if earlier.id in self.touched or moment_expires(new.kind, new.topic, earlier):
+            return False
+        return not (new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT
+                    or self.was_rejected(earlier, new.text))
+
     def _checks_ahead(self, new: NewFact, candidates: list[Candidate], start: int) -> tuple[list[Fact], int]:
         """The earlier facts from ``candidates[start:]`` that ``_check_earlier_facts`` checks whatever the answers,
         and the index after the last of them.
@@ -408,9 +414,7 @@ class _Planner:
         certain: list[Fact] = []
         for index in range(start, len(candidates)):
             earlier = candidates[index].fact
-            if earlier.id in self.touched or moment_expires(new.kind, new.topic, earlier):
-                continue
-            if new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT or self.was_rejected(earlier, new.text):
+            if not self._judged_as_pair(new, earlier):
                 continue
             certain.append(earlier)
             if self._could_resist(new, earlier):
