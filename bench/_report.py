@@ -7,6 +7,7 @@ replaces only the generated part, so rerunning a benchmark never loses the readi
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -156,3 +157,16 @@ def write_generated(path: Path, title: str, generated: str) -> None:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSON-lines file, blank lines skipped."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def bar_cap(text: str) -> float | str:
+    """A ``--stage1-bar-cap`` argument: ``no_news`` or a number in (0, 1] (ConflictSettings.stage1_bar_cap)."""
+    if text == "no_news":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1] or no_news, got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1] or no_news, got {text!r}")
+    return value

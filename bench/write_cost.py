@@ -56,7 +56,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench._report import evenly_spread, invocation, log_progress_of, machine_lines, markdown_table, write_generated
+from bench._report import (
+    bar_cap,
+    evenly_spread,
+    invocation,
+    log_progress_of,
+    machine_lines,
+    markdown_table,
+    write_generated,
+)
 from bench.mature_user import mature_export
 from bench.pipeline_cost import DEFAULT_STILL_TRUE, rules_for
 from bench.prefix_cache import PrefixCache, ServerLog, logged_completions, prompt_words
@@ -73,7 +81,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "results" / "write-cost.md"
 COMMAND = "python -m bench.write_cost"
-PURPOSES = ("extraction", "screen", "stage1", "stage2", "premise", "premise_batch", "answer")
+PURPOSES = ("extraction", "calibration", "screen", "stage1", "stage2", "premise", "premise_batch", "answer")
 THIS_CHECKOUT = "this checkout"
 SEQUENTIAL = "sequential"
 CONCURRENT = "concurrent x"  # the start of every concurrent setting's name ("concurrent x4, batching")
@@ -101,6 +109,7 @@ class Setting:
     max_concurrent: int
     parallel_slots: int | None = None  # the scripted server's; None: all at once
     stage2_per_new_fact: int | None = None  # ConflictSettings.stage2_per_new_fact; None: the library's default
+    stage1_bar_cap: float | str | None = None  # ConflictSettings.stage1_bar_cap; None: the library's default
 
 
 @dataclass(frozen=True)
@@ -237,8 +246,9 @@ def run_scenario(options: RunOptions, setting: Setting, size: int, scenario: Sce
         requests = _Requests(server) if server is not None else None
         if requests is not None:
             requests.new_calls()
-        conflict = {"conflict_settings": ConflictSettings(stage2_per_new_fact=setting.stage2_per_new_fact)} \
-            if setting.stage2_per_new_fact is not None else {}
+        conflict = {"conflict_settings": ConflictSettings(stage2_per_new_fact=setting.stage2_per_new_fact,
+                                                          stage1_bar_cap=setting.stage1_bar_cap)} \
+            if setting.stage2_per_new_fact is not None or setting.stage1_bar_cap is not None else {}
         memory = Memory(llm, embedder, user=user, store=store, **conflict)
         steps: list[Step] = []
 
@@ -675,6 +685,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--compare", metavar="REV", help="also run the bench on the library of commit REV")
     parser.add_argument("--stage2-per-new-fact", type=int, metavar="N",
                         help="also run one call at a time with ConflictSettings(stage2_per_new_fact=N)")
+    parser.add_argument("--stage1-bar-cap", type=bar_cap, metavar="P|no_news",
+                        help="also run one call at a time with ConflictSettings(stage1_bar_cap=...)")
+    parser.add_argument("--without-default", action="store_true",
+                        help="run only the extra settings (--stage2-per-new-fact, --stage1-bar-cap), not the default; "
+                             "for a slow real server, where the default was measured in an earlier run")
     parser.add_argument("--base-url", help="a real OpenAI-compatible server instead of the scripted one")
     parser.add_argument("--model", help="the real server's model (default: the first it lists)")
     parser.add_argument("--api-key", default="not-needed", help="the real server's key")
@@ -689,6 +704,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.server_log is not None and args.base_url is None:
         parser.error("--server-log reads a real server's log: give --base-url too")
+    if args.without_default and (args.compare or (args.stage2_per_new_fact is None and args.stage1_bar_cap is None)):
+        parser.error("--without-default runs only --stage2-per-new-fact and --stage1-bar-cap settings, without "
+                     "--compare")
     if args.quick and (args.sizes or args.scenarios):
         parser.error("--quick fixes the sizes and scenarios; give either --quick or --sizes/--scenarios")
     return args
@@ -714,6 +732,10 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     if args.stage2_per_new_fact is not None:
         settings.append(Setting(f"stage 2 <= {args.stage2_per_new_fact} per new fact", 1,
                                 stage2_per_new_fact=args.stage2_per_new_fact))
+    if args.stage1_bar_cap is not None:
+        settings.append(Setting(f"stage-1 bars <= {args.stage1_bar_cap}", 1, stage1_bar_cap=args.stage1_bar_cap))
+    if args.without_default:
+        settings = [s for s in settings if s.name != SEQUENTIAL]
     answer_tokens = args.answer_max_tokens or (REAL_ANSWER_MAX_TOKENS if real else SCRIPTED_ANSWER_MAX_TOKENS)
     return RunOptions(library=args.library_label, sizes=tuple(sizes), scenarios=tuple(scenarios),
                       settings=tuple(settings), latency_s=latency_ms / 1000, answer_max_tokens=answer_tokens, real=real)
@@ -727,10 +749,11 @@ def _child_args(argv: Sequence[str]) -> list[str]:
             skip = False
             continue
         # --stage2-per-new-fact: a setting the other revision may not have; it runs on this checkout only.
-        if arg in ("--compare", "--out", "--emit-rows", "--library-label", "--stage2-per-new-fact"):
+        if arg in ("--compare", "--out", "--emit-rows", "--library-label", "--stage2-per-new-fact", "--stage1-bar-cap"):
             skip = True
             continue
-        if arg.startswith(("--compare=", "--out=", "--emit-rows=", "--library-label=", "--stage2-per-new-fact=")) \
+        if arg.startswith(("--compare=", "--out=", "--emit-rows=", "--library-label=", "--stage2-per-new-fact=",
+                            "--stage1-bar-cap=")) \
                 or arg == "--no-write":
             continue
         args.append(arg)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -28,6 +29,7 @@ from lastknown_graph.errors import InvalidInputError, SessionConflictError, Stal
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
+from lastknown_graph.pipeline.no_news import no_news_level
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.user_words import UserWordsSettings, closest_user_words, render_user_words
 from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
@@ -133,6 +135,9 @@ class Memory(MemoryReader):
         self.user_words_settings = user_words_settings or UserWordsSettings()
         self._schema_ready = False
         self.max_conversation_chars = max_conversation_chars
+        # ConflictSettings.stage1_bar_cap="no_news": measured on the first write that needs it, then kept. Two
+        # writes racing to it both measure; the level is the same either way.
+        self._no_news_level: float | None = None
 
     def _ensure_schema(self) -> None:
         if not self._schema_ready:
@@ -203,7 +208,7 @@ class Memory(MemoryReader):
         for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
             with tracing.span(tracing.PLAN, {tracing.ATTEMPT: attempt}):
                 plan = plan_write(
-                    llm=llm, embedder=self.embedder, store=self.store, settings=self.conflict_settings,
+                    llm=llm, embedder=self.embedder, store=self.store, settings=self._planning_settings(llm, meter),
                     priors=self.priors, meter=meter, user_id=self.user, session_id=session_id, day=day,
                     user_messages=turns, memo=memo,
                 )
@@ -222,6 +227,17 @@ class Memory(MemoryReader):
                 **plan.report_fields(),
             )
         raise AssertionError("unreachable")
+
+    def _planning_settings(self, llm: ChatModel, meter: UsageMeter) -> ConflictSettings:
+        """The conflict settings with ``stage1_bar_cap="no_news"`` made a number (measured on first use; its calls
+        are the first write's); unchanged otherwise, or where the server gives no logprobs (no stage 1)."""
+        settings = self.conflict_settings
+        if settings.stage1_bar_cap != "no_news" or not llm.capabilities().logprobs:
+            return settings
+        if self._no_news_level is None:
+            self._no_news_level = no_news_level(llm, meter)
+            logger.info("stage 1's no-news level for this model: P(still true) %.3f", self._no_news_level)
+        return dataclasses.replace(settings, stage1_bar_cap=self._no_news_level)
 
     def _apply(self, change: SessionWrite, attempt: int) -> WriteOutcome | None:
         """The store's one transaction; None when the store refused the plan as stale (raised on the last attempt)."""

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from bench._report import invocation, write_generated
+from bench._report import bar_cap, invocation, write_generated
 from bench.stale.dataset import (
     CI_SKELETONS,
     DEFAULT_LAYOUT,
@@ -120,6 +120,9 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--stage1-flag-below", type=float, default=None,
                     help="memory: send a pair to stage 2 when stage 1's P(still true) is below this (default: by the "
                          "fact's volatility, 0.60-0.95); a small model's stage-1 scores sit in a narrow band")
+    go.add_argument("--stage1-bar-cap", type=bar_cap, default=None, metavar="P|no_news",
+                    help="memory: ConflictSettings.stage1_bar_cap, no stage-1 bar above P; no_news: the model's own "
+                         "P(still true) when the newer note says nothing (default: no cap)")
     go.add_argument("--screening", choices=("per_pair", "one_call"), default="per_pair",
                     help="memory: ConflictSettings.screening (default per_pair, the library's: one stage-1 call per "
                          "pair, with its P(still true) recorded; one_call: one screening call per write)")
@@ -279,6 +282,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "judge_prompt": _shown(judge_prompt) if judged else None,
             "extras_prompt": _shown(extras_prompt) if judged else None,
             "answer_max_tokens": args.answer_max_tokens, "stage1_flag_below": args.stage1_flag_below,
+            "stage1_bar_cap": args.stage1_bar_cap,
             "screening": args.screening,
             "embedder": embedder.name if behaviour is None else "scripted hashed-word vectors (384-d)",
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
@@ -296,6 +300,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         resources = Resources(llm=llm, embedder=embedder, neo4j=neo4j, history_max_chars=args.history_max_chars,
                               rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens,
                               conflict_settings=ConflictSettings(stage1_flag_below=args.stage1_flag_below,
+                                                                stage1_bar_cap=args.stage1_bar_cap,
                                                                 screening=args.screening),
                               peers=peer_config)
         try:

@@ -31,6 +31,15 @@ EXAMPLES: Final = (
     ("Works night shifts at a warehouse", "Now works nine to five in an office", "Yes"),
     ("Has a grey cat", "Is learning to play the cello", "No"),
 )
+# The model's answer when the newer note says nothing: each older note below with each content-free newer note,
+# averaged (pipeline/no_news.py). Several of each, because one wording moves the answer: on Qwen2.5-Coder-1.5B
+# "N/A" read P(still true) 0.51 on average over 97 real older facts and "Nothing new to note." 0.57. Neutral,
+# far from any scenario, and not the worked examples above (the model has seen their answers).
+NO_NEWS_OLDER_NOTES: Final = ("Plays chess on weekends", "Lives in a flat near a river",
+                              "Works as a dental hygienist", "Keeps two goldfish")
+NO_NEWS_NOTES: Final = ("N/A", "Nothing new to note.")
+NO_NEWS_EARLIER_DAY: Final = date(2021, 1, 4)
+NO_NEWS_LATER_DAY: Final = date(2021, 7, 5)
 
 
 def _question(earlier: str, earlier_day: date, later: str, later_day: date) -> str:
