@@ -82,6 +82,7 @@ REPO_ROOT = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "results" / "write-cost.md"
 COMMAND = "python -m bench.write_cost"
 PURPOSES = ("extraction", "calibration", "screen", "stage1", "stage2", "premise", "premise_batch", "answer")
+WRITE_PURPOSES = PURPOSES[:5]  # the columns of the per-write table
 THIS_CHECKOUT = "this checkout"
 SEQUENTIAL = "sequential"
 CONCURRENT = "concurrent x"  # the start of every concurrent setting's name ("concurrent x4, batching")
@@ -456,7 +457,7 @@ def write_rows(steps: Sequence[Step]) -> list[list[object]]:
         rows.append([
             library, setting, size, len(mine),
             f"**{statistics.mean(calls):.2f}** ({min(calls)}–{max(calls)})",
-            *[_fmt(_mean([s.calls.get(p, 0) for s in mine]), 2) for p in ("extraction", "screen", "stage1", "stage2")],
+            *[_fmt(_mean([s.calls.get(p, 0) for s in mine]), 2) for p in WRITE_PURPOSES],
             _fmt(_mean([s.prompt_tokens for s in mine]), 0), _fmt(_mean([s.completion_tokens for s in mine]), 0),
             _fmt(_mean(evaluated), 0) if len(evaluated) == len(mine) else "-",
             _fmt(_mean(last), 0) if len(last) == len(mine) else "-",
@@ -605,7 +606,8 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
         "\"retired\" = retirements over all the writes of the row.",
         "",
         *markdown_table(
-            ["library", "setting", "user facts", "writes", "calls per write (min–max)", "extraction", "screen",
+            ["library", "setting", "user facts", "writes", "calls per write (min–max)", "extraction", "calibration",
+             "screen",
              "stage 1", "stage 2", f"prompt {unit}", f"completion {unit}", f"evaluated ({CACHED_PROMPTS}-prompt cache)"
              if not real else "evaluated (server log)", "evaluated (last prompt only)", "wall s", "retired"],
             write_rows(steps), align_left=2,
