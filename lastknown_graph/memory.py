@@ -135,7 +135,7 @@ class Memory(MemoryReader):
         self.user_words_settings = user_words_settings or UserWordsSettings()
         self._schema_ready = False
         self.max_conversation_chars = max_conversation_chars
-        # ConflictSettings.stage1_bar_cap="no_news": measured on the first write that needs it, then kept. Two
+        # ConflictSettings.stage1_bar_cap="no_news": measured on the first write, then kept. Two
         # writes racing to it both measure; the level is the same either way.
         self._no_news_level: float | None = None
 

@@ -2,7 +2,7 @@
 
 Stage 1's bars (``volatility.stage1_flag_bar``, 0.60 to 0.95) assume a model that says "still true" with
 confidence when the newer note is unrelated. A small model does not: Qwen2.5-Coder-1.5B read P(still true) between
-0.36 and 0.74 for every pair of a user who knows 100 facts, about 0.53 with a content-free newer note, so every
+0.36 and 0.66 for every pair of a user who knows 100 facts, about 0.53 with a content-free newer note, so every
 pair fell below every bar, went to stage 2 and was often retired there (33 of 57 unchanged pairs,
 bench/results/no-news-bar.md). Measured once per ``Memory`` on fixed content-free pairs, this level caps the bars
 (``ConflictSettings.stage1_bar_cap="no_news"``): a pair goes to stage 2 only when its newer fact makes the earlier
