@@ -6,6 +6,7 @@ otherwise; every pair is flagged at stage 1 and retired at stage 2 with ``reason
 
 from __future__ import annotations
 
+from lastknown_graph.prompts.still_true import NO_NEWS_NOTES
 from lastknown_graph.testing import ModelCall
 from lastknown_graph.testing.scripted_model import Responder
 
@@ -37,3 +38,40 @@ def lives_in(call: ModelCall) -> object:
     if call.purpose == "stage2":
         return {"reasoning": "one home at a time", "verdict": "no_longer_true"}
     raise AssertionError(call.purpose)
+
+
+# A user with four home facts, each with its own scripted stage-1 answer, who then moves: P(Yes: the newer note may
+# make the older one untrue) per earlier fact. Every pair is below the unknown domain's bar (P(still true) 0.775).
+HOME_FACTS_OUTDATED = {"Lives in Lyon": 0.9, "Rents a flat near the river": 0.6, "Has a garden with tomatoes": 0.7,
+                       "Owns a cargo bike": 0.3}
+HOME_FACTS_SAID = "I live in Lyon, I rent a flat near the river, I have a garden with tomatoes and I own a cargo bike."
+MOVED_TO_PORTO = "I moved to Porto last month."
+
+
+def home_fact(text: str) -> dict[str, object]:
+    return {"text": text, "topic": "home", "kind": "state", "inferred": False, "evidence": [0]}
+
+
+def moving_home(no_news_yes: float | None = None) -> Responder:
+    """The four home facts first; "I moved to <city> ..." (or "..., to <city> ...") is "Lives in <city>". Stage 1
+    answers by earlier fact (0.1 for a city moved to), stage 2 retires. ``no_news_yes``: P(Yes) for the
+    calibration pairs of ``stage1_bar_cap="no_news"``, which must not be asked without it."""
+
+    def answer(call: ModelCall) -> object:
+        message = call.last_user_message
+        if call.purpose == "extraction":
+            if "moved" not in message:
+                return {"facts": [home_fact(text) for text in HOME_FACTS_OUTDATED]}
+            city = message.split("moved", 1)[1].split(" to ", 1)[1].split(" ", 1)[0].rstrip(".,")
+            return {"facts": [home_fact(f"Lives in {city}")]}
+        if call.purpose == "calibration" and no_news_yes is not None:
+            assert any(note in message for note in NO_NEWS_NOTES)
+            return no_news_yes
+        if call.purpose == "stage1":
+            older = message.split("Older note")[1]
+            return next((p for text, p in HOME_FACTS_OUTDATED.items() if text in older), 0.1)
+        if call.purpose == "stage2":
+            return {"reasoning": "Moving away ends it.", "verdict": "no_longer_true"}
+        raise AssertionError(call.purpose)
+
+    return answer

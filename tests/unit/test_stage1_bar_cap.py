@@ -18,37 +18,13 @@ from lastknown_graph.pipeline.conflicts import ConflictSettings, flag_bar
 from lastknown_graph.pipeline.no_news import NoLogprobsError, no_news_level
 from lastknown_graph.prompts.still_true import NO_NEWS_NOTES, NO_NEWS_OLDER_NOTES
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
+from tests.scripted_moves import HOME_FACTS_OUTDATED, HOME_FACTS_SAID, MOVED_TO_PORTO, moving_home
 
-# P(Yes: the newer note may make the older one untrue) per earlier fact. The unknown domain's bar is P(still true)
-# 0.775, above every pair; a no-news level of 0.5 (P(Yes) 0.5 below) sits between "Owns a cargo bike" (0.7) and
-# the rest.
-OUTDATED = {"Lives in Lyon": 0.9, "Rents a flat near the river": 0.6, "Has a garden with tomatoes": 0.7,
-            "Owns a cargo bike": 0.3}
+# Every pair is below the unknown domain's bar (P(still true) 0.775); a no-news level of 0.5 (P(Yes) NO_NEWS_YES)
+# sits between "Owns a cargo bike" (0.7) and the rest.
 NO_NEWS_YES = 0.5
-FIRST = "I live in Lyon, I rent a flat near the river, I have a garden with tomatoes and I own a cargo bike."
-SECOND = "I moved to Porto last month."
 THIRD = "I moved again, to Oslo this time."
-
-
-def _fact(text: str) -> dict[str, object]:
-    return {"text": text, "topic": "home", "kind": "state", "inferred": False, "evidence": [0]}
-
-
-def _respond(call: ModelCall) -> object:
-    if call.purpose == "extraction":
-        for city in ("Porto", "Oslo"):
-            if city in call.last_user_message:
-                return {"facts": [_fact(f"Lives in {city}")]}
-        return {"facts": [_fact(text) for text in OUTDATED]}
-    if call.purpose == "calibration":
-        assert any(note in call.last_user_message for note in NO_NEWS_NOTES)
-        return NO_NEWS_YES
-    if call.purpose == "stage1":
-        older = call.last_user_message.split("Older note")[1]
-        return next((p for text, p in OUTDATED.items() if text in older), 0.1)
-    if call.purpose == "stage2":
-        return {"reasoning": "Moving away ends it.", "verdict": "no_longer_true"}
-    return "ok"
+_respond = moving_home(no_news_yes=NO_NEWS_YES)
 
 
 def _memory(cap: float | str | None, **model: object) -> tuple[Memory, ScriptedModel]:
@@ -59,17 +35,17 @@ def _memory(cap: float | str | None, **model: object) -> tuple[Memory, ScriptedM
 
 
 def _stage2_pairs(calls: list[ModelCall]) -> list[str]:
-    return sorted(next(text for text in OUTDATED if text in c.last_user_message) for c in calls
+    return sorted(next(text for text in HOME_FACTS_OUTDATED if text in c.last_user_message) for c in calls
                   if c.purpose == "stage2")
 
 
 def test_the_no_news_level_caps_the_bar_so_only_pairs_the_newer_fact_moves_reach_stage_2() -> None:
     memory, model = _memory("no_news")
-    memory.write([FIRST], date="2024-01-10", session="s1")
+    memory.write([HOME_FACTS_SAID], date="2024-01-10", session="s1")
     calibration = len(NO_NEWS_OLDER_NOTES) * len(NO_NEWS_NOTES)
     assert len(model.calls_for("calibration")) == calibration  # measured on the first write, before it plans
     model.calls.clear()
-    report = memory.write([SECOND], date="2024-03-01", session="s2")
+    report = memory.write([MOVED_TO_PORTO], date="2024-03-01", session="s2")
     assert _stage2_pairs(model.calls) == ["Has a garden with tomatoes", "Lives in Lyon", "Rents a flat near the river"]
     [kept] = report.kept
     assert kept.text == "Owns a cargo bike" and kept.stage is Stage.STAGE1
@@ -79,7 +55,8 @@ def test_the_no_news_level_caps_the_bar_so_only_pairs_the_newer_fact_moves_reach
 
 def test_the_level_is_measured_once_per_memory() -> None:
     memory, model = _memory("no_news")
-    for session, text, day in (("s1", FIRST, "2024-01-10"), ("s2", SECOND, "2024-03-01"), ("s3", THIRD, "2024-05-01")):
+    writes = (("s1", HOME_FACTS_SAID, "2024-01-10"), ("s2", MOVED_TO_PORTO, "2024-03-01"), ("s3", THIRD, "2024-05-01"))
+    for session, text, day in writes:
         memory.write([text], date=day, session=session)
     assert len(model.calls_for("calibration")) == len(NO_NEWS_OLDER_NOTES) * len(NO_NEWS_NOTES)
     assert model.calls_for("stage1")  # the later writes did ask stage 1, against the kept level
@@ -87,17 +64,17 @@ def test_the_level_is_measured_once_per_memory() -> None:
 
 def test_without_a_cap_every_pair_below_its_domain_bar_goes_to_stage_2() -> None:
     memory, model = _memory(None)
-    memory.write([FIRST], date="2024-01-10", session="s1")
+    memory.write([HOME_FACTS_SAID], date="2024-01-10", session="s1")
     model.calls.clear()
-    memory.write([SECOND], date="2024-03-01", session="s2")
-    assert _stage2_pairs(model.calls) == sorted(OUTDATED)
+    memory.write([MOVED_TO_PORTO], date="2024-03-01", session="s2")
+    assert _stage2_pairs(model.calls) == sorted(HOME_FACTS_OUTDATED)
     assert not model.calls_for("calibration")
 
 
 def test_a_numeric_cap_needs_no_calibration_and_caps_each_domain_bar() -> None:
     memory, model = _memory(0.5)
-    memory.write([FIRST], date="2024-01-10", session="s1")
-    memory.write([SECOND], date="2024-03-01", session="s2")
+    memory.write([HOME_FACTS_SAID], date="2024-01-10", session="s1")
+    memory.write([MOVED_TO_PORTO], date="2024-03-01", session="s2")
     assert not model.calls_for("calibration")
     assert "Owns a cargo bike" not in _stage2_pairs(model.calls)
     capped = ConflictSettings(stage1_bar_cap=0.5)
@@ -107,10 +84,10 @@ def test_a_numeric_cap_needs_no_calibration_and_caps_each_domain_bar() -> None:
 
 def test_without_logprobs_there_is_no_stage_1_to_cap_and_nothing_is_measured() -> None:
     memory, model = _memory("no_news", logprobs=False)
-    memory.write([FIRST], date="2024-01-10", session="s1")
-    memory.write([SECOND], date="2024-03-01", session="s2")
+    memory.write([HOME_FACTS_SAID], date="2024-01-10", session="s1")
+    memory.write([MOVED_TO_PORTO], date="2024-03-01", session="s2")
     assert not model.calls_for("calibration")
-    assert len(_stage2_pairs(model.calls)) == len(OUTDATED)
+    assert len(_stage2_pairs(model.calls)) == len(HOME_FACTS_OUTDATED)
     with pytest.raises(NoLogprobsError):
         no_news_level(model)
 
@@ -125,12 +102,12 @@ def test_a_failing_calibration_call_raises_a_typed_error_and_stores_nothing() ->
     memory = Memory(scripted, HashedEmbedder(), "ada", EmbeddedStore(None),
                     conflict_settings=ConflictSettings(stage1_bar_cap="no_news"))
     with pytest.raises(LLMError):
-        memory.write([FIRST], date="2024-01-10", session="s1")
+        memory.write([HOME_FACTS_SAID], date="2024-01-10", session="s1")
     assert memory.current() == [] and not memory.store.session_exists("ada", "s1")
     # the next write measures again rather than keeping a level it never got
     memory.llm = ScriptedModel(_respond)
-    memory.write([FIRST], date="2024-01-10", session="s1")
-    assert len(memory.current()) == len(OUTDATED)
+    memory.write([HOME_FACTS_SAID], date="2024-01-10", session="s1")
+    assert len(memory.current()) == len(HOME_FACTS_OUTDATED)
 
 
 @pytest.mark.parametrize("cap", [0, -0.1, 1.5, True, "none", "0.5"])

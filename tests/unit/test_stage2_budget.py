@@ -13,49 +13,26 @@ from lastknown_graph import EmbeddedStore, Memory
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
-
-# P(Yes: the newer note may make the older one untrue) per earlier fact; every pair is below the unknown domain's bar
-# (P(still true) 0.775), so stage 1 flags them all and only the budget decides which reach stage 2.
-OUTDATED = {"Lives in Lyon": 0.9, "Rents a flat near the river": 0.6, "Has a garden with tomatoes": 0.7,
-            "Owns a cargo bike": 0.3}
-FIRST = "I live in Lyon, I rent a flat near the river, I have a garden with tomatoes and I own a cargo bike."
-SECOND = "I moved to Porto last month."
-
-
-def _fact(text: str) -> dict[str, object]:
-    return {"text": text, "topic": "home", "kind": "state", "inferred": False, "evidence": [0]}
-
-
-def _respond(call: ModelCall) -> object:
-    if call.purpose == "extraction":
-        if "Porto" in call.last_user_message:
-            return {"facts": [_fact("Lives in Porto")]}
-        return {"facts": [_fact(text) for text in OUTDATED]}
-    if call.purpose == "stage1":
-        older = call.last_user_message.split("Older note")[1]
-        return next(p for text, p in OUTDATED.items() if text in older)
-    if call.purpose == "stage2":
-        return {"reasoning": "Moving to Porto ends it.", "verdict": "no_longer_true"}
-    return "ok"
+from tests.scripted_moves import HOME_FACTS_OUTDATED, HOME_FACTS_SAID, MOVED_TO_PORTO, moving_home
 
 
 def _memory(budget: int | None, **model: object) -> tuple[Memory, ScriptedModel]:
-    scripted = ScriptedModel(_respond, **model)  # type: ignore[arg-type]
+    scripted = ScriptedModel(moving_home(), **model)  # type: ignore[arg-type]
     memory = Memory(scripted, HashedEmbedder(), "ada", EmbeddedStore(None),
                     conflict_settings=ConflictSettings(stage2_per_new_fact=budget))
-    memory.write([FIRST], date="2024-01-10", session="s1")
+    memory.write([HOME_FACTS_SAID], date="2024-01-10", session="s1")
     scripted.calls.clear()
     return memory, scripted
 
 
 def _stage2_pairs(calls: list[ModelCall]) -> list[str]:
-    return sorted(next(text for text in OUTDATED if text in c.last_user_message) for c in calls
+    return sorted(next(text for text in HOME_FACTS_OUTDATED if text in c.last_user_message) for c in calls
                   if c.purpose == "stage2")
 
 
 def test_only_the_likeliest_changes_of_a_new_fact_go_to_stage_2() -> None:
     memory, model = _memory(2)
-    report = memory.write([SECOND], date="2024-03-01", session="s2")
+    report = memory.write([MOVED_TO_PORTO], date="2024-03-01", session="s2")
     assert _stage2_pairs(model.calls) == ["Has a garden with tomatoes", "Lives in Lyon"]  # P(still true) 0.1, 0.3
     purposes = [c.purpose for c in model.calls]
     assert purposes.count("stage1") == 4 and purposes.index("stage2") > max(
@@ -71,8 +48,8 @@ def test_only_the_likeliest_changes_of_a_new_fact_go_to_stage_2() -> None:
 
 def test_without_a_budget_every_flagged_pair_goes_to_stage_2() -> None:
     memory, model = _memory(None)
-    report = memory.write([SECOND], date="2024-03-01", session="s2")
-    assert _stage2_pairs(model.calls) == sorted(OUTDATED)
+    report = memory.write([MOVED_TO_PORTO], date="2024-03-01", session="s2")
+    assert _stage2_pairs(model.calls) == sorted(HOME_FACTS_OUTDATED)
     assert len(report.retired) == 4
 
 
@@ -80,9 +57,9 @@ def test_without_logprobs_there_is_nothing_to_rank_and_the_budget_changes_nothin
     decided: list[tuple[list[str], list[str]]] = []
     for budget in (None, 1):
         memory, model = _memory(budget, logprobs=False)
-        report = memory.write([SECOND], date="2024-03-01", session="s2")
+        report = memory.write([MOVED_TO_PORTO], date="2024-03-01", session="s2")
         decided.append((_stage2_pairs(model.calls), sorted(r.old_text for r in report.retired)))
-    assert decided[0] == decided[1] and decided[0][0] == sorted(OUTDATED)
+    assert decided[0] == decided[1] and decided[0][0] == sorted(HOME_FACTS_OUTDATED)
 
 
 @pytest.mark.parametrize("concurrency", [2, 4])
@@ -90,7 +67,7 @@ def test_concurrent_checks_decide_what_sequential_ones_do(concurrency: int) -> N
     reports = []
     for max_concurrent in (1, concurrency):
         memory, model = _memory(1, max_concurrent=max_concurrent)
-        report = memory.write([SECOND], date="2024-03-01", session="s2")
+        report = memory.write([MOVED_TO_PORTO], date="2024-03-01", session="s2")
         reports.append(([(r.old_text, r.stage) for r in report.retired], sorted(k.text for k in report.kept),
                         sorted(c.purpose for c in model.calls)))
     assert reports[0] == reports[1]
