@@ -110,6 +110,14 @@ class TimedLLM(LLM):
         finally:
             self._timed_end(started)
 
+    def yes_probabilities(self, messages: list[dict[str, str]], count: int, *, purpose: str,
+                          meter: UsageMeter | None = None, max_tokens: int = 200) -> list[float | None]:
+        started = self._timed_start()
+        try:
+            return super().yes_probabilities(messages, count, purpose=purpose, meter=meter, max_tokens=max_tokens)
+        finally:
+            self._timed_end(started)
+
     def text(self, messages: list[dict[str, str]], *, purpose: str, meter: UsageMeter | None = None,
              max_tokens: int = 400) -> str:
         started = self._timed_start()

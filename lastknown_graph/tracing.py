@@ -53,7 +53,7 @@ ATTEMPT = "lastknown.plan.attempt"
 STORE_KIND = "lastknown.store.kind"
 STORE_OUTCOME = "lastknown.store.outcome"  # committed | already_written | stale
 PURPOSE = "lastknown.llm.purpose"  # extraction, screen, stage1, stage2, premise, answer, ...
-CALL_KIND = "lastknown.llm.call"  # structured | yes_probability | text
+CALL_KIND = "lastknown.llm.call"  # structured | yes_probability | yes_probabilities | text
 COMPLETIONS = "lastknown.llm.completions"  # answered requests in one call: retries and capability probes included
 # OpenTelemetry GenAI semantic conventions (model-call spans only, so that a backend summing them counts each
 # token once) and the general error attribute.
@@ -161,6 +161,14 @@ class TracedModel:
     def yes_probability(self, messages: Messages, *, purpose: str, meter: UsageMeter | None = None) -> float:
         with self._call("yes_probability", purpose, meter, output_type="text", max_tokens=None) as call_meter:
             return self.wrapped.yes_probability(messages, purpose=purpose, meter=call_meter)
+
+    def yes_probabilities(
+        self, messages: Messages, count: int, *, purpose: str, meter: UsageMeter | None = None,
+        max_tokens: int = 200,
+    ) -> list[float | None]:
+        with self._call("yes_probabilities", purpose, meter, output_type="text", max_tokens=max_tokens) as call_meter:
+            return self.wrapped.yes_probabilities(messages, count, purpose=purpose, meter=call_meter,
+                                                  max_tokens=max_tokens)
 
     def text(
         self, messages: Messages, *, purpose: str, meter: UsageMeter | None = None, max_tokens: int = 400

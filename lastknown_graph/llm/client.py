@@ -24,7 +24,13 @@ from pydantic import BaseModel, Field, ValidationError
 from lastknown_graph.config import Settings, load_settings
 from lastknown_graph.llm.errors import LLMError, LLMOutputError, LLMUnavailableError
 from lastknown_graph.llm.json_reading import read_json_object, read_yes_no, strip_thinking
-from lastknown_graph.llm.responses import content_of, first_token_logprobs, yes_share
+from lastknown_graph.llm.responses import (
+    content_of,
+    first_token_logprobs,
+    numbered_yes_no,
+    numbered_yes_shares,
+    yes_share,
+)
 from lastknown_graph.llm.schema import schema_instruction, strict_json_schema
 from lastknown_graph.llm.shaping import system_merged, with_instruction
 from lastknown_graph.llm.usage import UsageMeter
@@ -324,6 +330,31 @@ class LLM:
                         purpose, [token for token, _ in top],
                     )
         return self._short_yes_no(messages, purpose=purpose, meter=meter)
+
+    def yes_probabilities(
+        self, messages: list[dict[str, str]], count: int, *, purpose: str, meter: UsageMeter | None = None,
+        max_tokens: int = 200,
+    ) -> list[float | None]:
+        """P(Yes) for each of ``count`` numbered answers of one reply ("1: Yes", "2: No", ...), each read from the
+        log-probabilities of its answer token where the server gives them, else 1.0 or 0.0 from the reply's text;
+        None for a number the reply did not answer (the caller asks about those another way)."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"count must be a positive integer, got {count!r}")
+        logprobs = self._capabilities(meter).logprobs
+        try:
+            response = self._complete(messages, purpose=purpose, meter=meter, max_tokens=max_tokens, logprobs=logprobs)
+        except _RejectedError as rejected:
+            if not (logprobs and _mentions(rejected.detail, LOGPROB_REJECTION_WORDS)):
+                raise self._refused(purpose, rejected) from rejected
+            self._downgrade_logprobs(f"server refused logprobs ({rejected.detail})")
+            return self.yes_probabilities(messages, count, purpose=purpose, meter=meter, max_tokens=max_tokens)
+        if logprobs:
+            shares = numbered_yes_shares(response, count)
+            if shares is not None:
+                return shares
+            self._downgrade_logprobs("server answered without logprobs")
+        raw, _ = content_of(response)
+        return numbered_yes_no(strip_thinking(raw), count)
 
     def text(
         self, messages: list[dict[str, str]], *, purpose: str, meter: UsageMeter | None = None, max_tokens: int = 400

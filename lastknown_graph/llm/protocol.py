@@ -1,4 +1,4 @@
-"""What the memory needs from a language model: four calls, each named by its purpose and metered.
+"""What the memory needs from a language model: five calls, each named by its purpose and metered.
 
 The pipeline depends on this protocol only. ``LLM`` (any OpenAI-compatible endpoint) implements it; so does the
 in-process ``lastknown_graph.testing.ScriptedModel`` that the pipeline's unit tests use, and so can an adapter for
@@ -39,6 +39,14 @@ class ChatModel(Protocol):
 
     def yes_probability(self, messages: Messages, *, purpose: str, meter: UsageMeter | None = None) -> float:
         """P(the answer is Yes), in [0, 1]; 0 or 1 when the model gives no log-probabilities."""
+        ...
+
+    def yes_probabilities(
+        self, messages: Messages, count: int, *, purpose: str, meter: UsageMeter | None = None,
+        max_tokens: int = 200,
+    ) -> list[float | None]:
+        """P(Yes) for each of ``count`` numbered answers of one reply ("1: Yes", "2: No", ...); 0 or 1 when the
+        model gives no log-probabilities, None for a number the reply did not answer."""
         ...
 
     def text(

@@ -55,6 +55,7 @@ from lastknown_graph.pipeline.conflicts import (
     is_repetition,
     judge_pair,
     moment_expires,
+    outdated_list,
     select_candidates,
     stage1_probability,
     stage2_decision,
@@ -95,6 +96,7 @@ from lastknown_graph.prompts.extraction import (
     example_texts,
     extraction_messages,
 )
+from lastknown_graph.prompts.still_true_list import MAX_LISTED
 from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)
@@ -221,7 +223,8 @@ class PlanningMemo:
     decisions: dict[PairKey, PairDecision] = field(default_factory=dict)
     # The screening call's answer per pair (True: listed, goes to stage 2); a re-plan screens only pairs not in it.
     screened: dict[PairKey, bool] = field(default_factory=dict)
-    # Stage 1's P(still true) per pair, asked ahead of stage 2 when ConflictSettings.stage2_per_new_fact ranks them.
+    # Stage 1's P(still true) per pair, asked ahead of stage 2: in one call per new fact (ConflictSettings.screening
+    # "per_new_fact"), or pair by pair when ConflictSettings.stage2_per_new_fact ranks them.
     stage1: dict[PairKey, float] = field(default_factory=dict)
 
 
@@ -283,9 +286,10 @@ class _Planner:
         ranked = self.memo.stage1.get(pair_key(earlier, later_text, later_day, later_words))
         if self.stage2_allowed is not None and ranked is not None:
             return self._judge_ranked(earlier, later_text, later_day, later_words, ranked)
-        # Not screened (per-pair setting, a later-stated fact, or an unreadable screen): stage 1, then stage 2.
+        # Not screened (per-pair setting, a later-stated fact, or an unreadable screen): stage 1 unless the new fact's
+        # list answered it already, then stage 2.
         return judge_pair(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
-                          earlier_volatility=self.priors.of(earlier.domain))
+                          earlier_volatility=self.priors.of(earlier.domain), probability=ranked)
 
     def _judge_ranked(
         self, earlier: Fact, later_text: str, later_day: date, later_words: list[str], probability: float
@@ -310,7 +314,7 @@ class _Planner:
         (concurrently where the client allows), and return the flagged pairs with the lowest P(still true), ties in
         candidate order. None when there is no budget, no logprobs to rank by, or the pairs are screened."""
         budget = self.settings.stage2_per_new_fact
-        if (budget is None or new.kind is not FactKind.STATE or self.settings.screening != "per_pair"
+        if (budget is None or new.kind is not FactKind.STATE or self.settings.screening == "one_call"
                 or not self.llm.capabilities().logprobs):
             return None
         keys: dict[PairKey, Fact] = {}
@@ -332,6 +336,33 @@ class _Planner:
             if self.memo.stage1[key] < flag_bar(self.settings, self.priors.of(earlier.domain))
         ]
         return frozenset(key for _, _, key in sorted(flagged)[:budget])
+
+    def _ask_listed(self, new: NewFact, candidates: list[Candidate], words: list[str]) -> None:
+        """Under ``ConflictSettings.screening = "per_new_fact"``: stage 1 for every earlier fact the loop may check,
+        in one call per new fact (``prompts/still_true_list.py``, at most ``MAX_LISTED`` facts a call); the answers
+        wait in the memo for ``_judge``. A fact whose line could not be read is left out, and so asked on its own.
+        Only where the server gives logprobs: without them stage 1 is not asked at all (every pair goes to stage
+        2), and a list's Yes/No text could not flag generously."""
+        if (self.settings.screening != "per_new_fact" or new.kind is not FactKind.STATE
+                or not self.llm.capabilities().logprobs):
+            return
+        keys: dict[PairKey, Fact] = {}
+        for candidate in candidates:
+            if self._judged_as_pair(new, candidate.fact):
+                key = pair_key(candidate.fact, new.text, self.day, words)
+                if key not in self.memo.decisions and key not in self.memo.stage1:
+                    keys.setdefault(key, candidate.fact)
+        pending = list(keys.items())
+        parts = [pending[start:start + MAX_LISTED] for start in range(0, len(pending), MAX_LISTED)]
+        answers = in_order([
+            functools.partial(outdated_list, self.llm, self.meter, [earlier for _, earlier in part], new.text,
+                              self.day)
+            for part in parts
+        ], self.concurrency)
+        for part, probabilities in zip(parts, answers, strict=True):
+            for (key, _), probability in zip(part, probabilities, strict=True):
+                if probability is not None:
+                    self.memo.stage1[key] = probability
 
     def earlier_candidates(self, found_for_fact: ProbeCandidates, topic: str) -> list[Candidate]:
         """The candidates a new fact is checked against: stated on or before this conversation's day."""
@@ -473,6 +504,7 @@ class _Planner:
         self, new: NewFact, candidates: list[Candidate], words: list[str], decided: dict[str, PairDecision]
     ) -> bool:
         """Expire, retire or keep each earlier candidate; True when the new fact only disputes one."""
+        self._ask_listed(new, candidates, words)
         self.stage2_allowed = self._rank_for_stage2(new, candidates, words)
         try:
             return self._check_each_earlier_fact(new, candidates, words, decided)

@@ -1,7 +1,8 @@
 """How the test doubles answer the batched calls from their one-pair scripts, so one script serves both settings.
 
-The write's screening call is answered from the stage-1 script, the answer's batched premise check
-(``PremiseSettings.checks = "one_call"``) from the per-fact premise script.
+The write's screening call and the stage-1 list of one new fact (``ConflictSettings.screening = "per_new_fact"``)
+are answered from the stage-1 script, the answer's batched premise check (``PremiseSettings.checks = "one_call"``)
+from the per-fact premise script.
 
 A double is scripted pair by pair (stage 1: P(the older fact is outdated) for a pair's messages). A screening call
 shows many pairs at once; the double answers it by asking its own stage-1 script about every (newer, older) pair
@@ -19,6 +20,7 @@ from lastknown_graph.domain.volatility import FLAG_BAR_AT_VOLATILE
 from lastknown_graph.prompts.premise import premise_messages, read_premise_batch
 from lastknown_graph.prompts.screen import read_screen_request
 from lastknown_graph.prompts.still_true import outdated_messages
+from lastknown_graph.prompts.still_true_list import read_list_request
 
 # The screen is asked to list a pair when in doubt, so the double lists what the most generous stage-1 bar (that
 # of the most volatile domain) would flag: every pair a per-pair stage 1 flags, whatever the domain.
@@ -50,3 +52,11 @@ def premise_batch_answer(user_message: str, assumes: YesProbability) -> dict[str
     message, facts = read_premise_batch(user_message)
     return {"assumed": [number for number, fact in facts.items()
                         if assumes(premise_messages(message, fact)) >= PREMISE_LISTS_AT_LEAST]}
+
+
+def stage1_list_answer(user_message: str, outdated: YesProbability) -> list[float]:
+    """P(Yes, outdated) for each numbered older note of a stage-1 list request, in order: each asked of the per-pair
+    script with exactly the messages of that pair's own stage-1 call, so a list answers what the pairs would."""
+    shown = read_list_request(user_message)
+    return [outdated(outdated_messages(text, day, shown.later, shown.later_day))
+            for _, (text, day) in sorted(shown.older.items())]

@@ -17,8 +17,9 @@ wants. The HTTP double (``testing.scripted_server``) stays for tests of the Open
 
     memory = Memory(store=EmbeddedStore(), llm=ScriptedModel(answer), embedder=HashedEmbedder())
 
-The write's screening call (purpose "screen", ``ConflictSettings.screening = "one_call"``) is answered from the
-function's stage-1 answers, pair by pair, and the answer's batched premise check (purpose "premise_batch") from its
+The write's screening call (purpose "screen", ``ConflictSettings.screening = "one_call"``) and the stage-1 list
+of one new fact (purpose "stage1_list", ``screening = "per_new_fact"``) are answered from the function's stage-1
+answers, pair by pair, and the answer's batched premise check (purpose "premise_batch") from its
 premise answers, fact by fact (``testing.batched_calls``), so one function scripts both settings; those one-pair
 answers are not recorded as calls. ``screen_from_stage1=False`` passes both batched calls to the function like any
 other (for tests of how their answers are read).
@@ -36,9 +37,9 @@ from pydantic import BaseModel, ValidationError
 from lastknown_graph.llm.errors import LLMError, LLMOutputError
 from lastknown_graph.llm.protocol import Messages, T
 from lastknown_graph.llm.usage import UsageMeter
-from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
+from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer, stage1_list_answer
 
-CallKind = Literal["structured", "yes_probability", "text"]
+CallKind = Literal["structured", "yes_probability", "yes_probabilities", "text"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ class ModelCall:
 
 
 # Returns, by kind: a dict or an instance of ``answer_type`` ("structured"), P(Yes) as a float ("yes_probability"),
-# a string ("text"); or raises an LLMError to stand for a failing model.
+# a list of P(Yes) or None per numbered answer ("yes_probabilities"), a string ("text"); or raises an LLMError to
+# stand for a failing model.
 Responder = Callable[[ModelCall], object]
 
 
@@ -103,6 +105,8 @@ class ScriptedModel:
             self._calls.append(call)
         if purpose == "screen" and self._screen_from_stage1:
             result: object = screen_answer(call.last_user_message, lambda m: self._one_pair("stage1", m))
+        elif purpose == "stage1_list" and self._screen_from_stage1:
+            result = stage1_list_answer(call.last_user_message, lambda m: self._one_pair("stage1", m))
         elif purpose == "premise_batch" and self._screen_from_stage1:
             result = premise_batch_answer(call.last_user_message, lambda m: self._one_pair("premise", m))
         else:
@@ -137,6 +141,18 @@ class ScriptedModel:
             raise LLMOutputError(f"scripted {purpose} answer {result!r} is not a probability", output=repr(result))
         probability = float(result)
         return probability if self._capabilities.logprobs else float(probability >= 0.5)
+
+    def yes_probabilities(
+        self, messages: Messages, count: int, *, purpose: str, meter: UsageMeter | None = None,
+        max_tokens: int = 200,
+    ) -> list[float | None]:
+        result = self._answer(purpose, "yes_probabilities", messages, meter, max_tokens=max_tokens)
+        if not isinstance(result, list) or len(result) != count or not all(
+                p is None or (not isinstance(p, bool) and isinstance(p, int | float) and 0.0 <= p <= 1.0)
+                for p in result):
+            raise LLMOutputError(f"scripted {purpose} answer {result!r} is not {count} probabilities or None",
+                                 output=repr(result))
+        return [None if p is None else float(p) if self._capabilities.logprobs else float(p >= 0.5) for p in result]
 
     def text(
         self, messages: Messages, *, purpose: str, meter: UsageMeter | None = None, max_tokens: int = 400

@@ -55,8 +55,10 @@ capability probes (purpose "capabilities") are answered by the server itself unl
 that purpose. So is a write's screening call (purpose "screen"), unless a rule names that purpose or a rule without
 a purpose but with ``when`` matches it (an injected fault): from the rules naming purpose "stage1" (and
 ``default``), pair by pair, with the
-messages a per-pair stage 1 would send, and an answer's batched premise check (purpose "premise_batch") from the
-premise rules, fact by fact (``testing.batched_calls``; those lookups are not recorded as requests), so one script
+messages a per-pair stage 1 would send (and so is the stage-1 list of one new fact, purpose "stage1_list", answered
+one numbered line per older fact with each line's logprobs), and an answer's batched premise check (purpose
+"premise_batch") from the premise rules, fact by fact (``testing.batched_calls``; those lookups are not recorded
+as requests), so one script
 serves both settings of ``ConflictSettings.screening`` and ``PremiseSettings.checks``. A request no rule matches gets a
 500 naming its purpose and last message, so a missing rule is obvious, unless ``default=`` gives a reply for it.
 
@@ -95,6 +97,7 @@ from lastknown_graph.llm.wire import PROBE_PURPOSE, PURPOSE_HEADER
 
 SCREEN_PURPOSE = "screen"
 PREMISE_BATCH_PURPOSE = "premise_batch"
+STAGE1_LIST_PURPOSE = "stage1_list"
 
 # Fields of OpenAI's chat completions request; ``strict_fields`` refuses any other top-level field.
 OPENAI_CHAT_FIELDS = frozenset({
@@ -121,6 +124,14 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = "stop"
+    # A reply of numbered lines ("1: Yes", "2: No", ...), one per P(Yes), each answer token with its logprobs.
+    line_p_yes: tuple[float, ...] | None = None
+
+    @classmethod
+    def lines(cls, p_yes: Sequence[float], **options: Any) -> Reply:
+        if not p_yes or not all(0.0 <= p <= 1.0 for p in p_yes):
+            raise ValueError("lines need at least one p_yes, each within [0, 1]")
+        return cls(line_p_yes=tuple(p_yes), **options)
 
     @classmethod
     def json(cls, value: object, **options: Any) -> Reply:
@@ -280,6 +291,20 @@ def _top_logprobs(reply: Reply, content: str) -> list[dict[str, Any]]:
     ]
     ranked = sorted((entry for entry in entries if entry[1] > 0.0), key=lambda entry: -entry[1])
     return [_logprob_entry(token, probability) for token, probability in ranked]
+
+
+def _numbered_lines(p_yes: Sequence[float]) -> list[dict[str, Any]]:
+    """The generated tokens of "1: Yes\n2: No...", each with its top logprobs (the answers' as in a one-token reply)."""
+    tokens: list[dict[str, Any]] = []
+    for number, probability in enumerate(p_yes, start=1):
+        if number > 1:
+            tokens.append({**_logprob_entry("\n", 1.0), "top_logprobs": [_logprob_entry("\n", 1.0)]})
+        for token in (str(number), ":"):
+            tokens.append({**_logprob_entry(token, 1.0), "top_logprobs": [_logprob_entry(token, 1.0)]})
+        top = _top_logprobs(Reply(p_yes=probability), "")
+        tokens.append({**_logprob_entry(" " + top[0]["token"].strip(), math.exp(top[0]["logprob"])),
+                       "top_logprobs": top})
+    return tokens
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -546,7 +571,7 @@ class ScriptedLLMServer:
         """The reply to ``request``; with ``only_purpose``, from the rules that name that purpose (and ``default``)."""
         if request.purpose == PROBE_PURPOSE and not any(rule.purpose == PROBE_PURPOSE for rule in self._rules):
             return Reply.yes(0.9) if request.wants_logprobs else Reply.json({"ok": True})
-        batched = request.purpose in (SCREEN_PURPOSE, PREMISE_BATCH_PURPOSE) and not any(
+        batched = request.purpose in (SCREEN_PURPOSE, PREMISE_BATCH_PURPOSE, STAGE1_LIST_PURPOSE) and not any(
             rule.purpose == request.purpose for rule in self._rules)
         for index, rule in enumerate(self._rules):
             if rule.times is not None and self._uses[index] >= rule.times:
@@ -578,7 +603,7 @@ class ScriptedLLMServer:
         from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
 
         unanswered: list[_Answer] = []
-        one_pair = "stage1" if request.purpose == SCREEN_PURPOSE else "premise"
+        one_pair = "premise" if request.purpose == PREMISE_BATCH_PURPOSE else "stage1"
 
         def yes(messages: list[dict[str, str]]) -> float:
             headers = {k: v for k, v in request.headers.items() if k.lower() != PURPOSE_HEADER.lower()}
@@ -594,6 +619,11 @@ class ScriptedLLMServer:
                 return chosen.p_yes
             return 1.0 if (chosen.content or "").strip().lower().startswith("yes") else 0.0
 
+        if request.purpose == STAGE1_LIST_PURPOSE:
+            from lastknown_graph.testing.batched_calls import stage1_list_answer
+
+            listed = Reply.lines(stage1_list_answer(request.last_user_message, yes))
+            return unanswered[0] if unanswered else listed
         answer: object = (screen_answer(request.last_user_message, yes) if one_pair == "stage1"
                           else premise_batch_answer(request.last_user_message, yes))
         # A pair no one-pair rule answers is as obvious a gap in the script as an unanswered one-pair request.
@@ -608,7 +638,10 @@ class ScriptedLLMServer:
         if reply.status != 200:
             return _Answer(reply.status, _error_body(reply.error, "scripted_error", reply.status), reply)
         content = reply.content
-        if content is None:
+        line_tokens = _numbered_lines(reply.line_p_yes) if reply.line_p_yes is not None else None
+        if line_tokens is not None:
+            content = "".join(entry["token"] for entry in line_tokens)
+        elif content is None:
             content = "" if reply.p_yes is None else ("Yes" if reply.p_yes >= 0.5 else "No")
         choice: dict[str, Any] = {
             "index": 0,
@@ -616,7 +649,9 @@ class ScriptedLLMServer:
             "finish_reason": reply.finish_reason,
             "logprobs": None,
         }
-        if request.wants_logprobs and self.supports_logprobs:
+        if request.wants_logprobs and self.supports_logprobs and line_tokens is not None:
+            choice["logprobs"] = {"content": line_tokens}
+        elif request.wants_logprobs and self.supports_logprobs:
             top = _top_logprobs(reply, content)
             chosen_token = top[0]
             choice["logprobs"] = {"content": [{**chosen_token, "top_logprobs": top}]}

@@ -327,6 +327,34 @@ def test_yes_probability_from_a_short_reply_without_logprobs(p_yes: float, expec
         assert request.body["max_tokens"] == 3
 
 
+def test_yes_probabilities_read_each_numbered_line_from_its_logprobs(full: ScriptedLLMServer) -> None:
+    full.add(Rule(purpose="stage1_list", reply=Reply.lines([0.8, 0.1, 0.55])))
+    shares = make_llm(full).yes_probabilities(MESSAGES, 3, purpose="stage1_list", max_tokens=26)
+    assert shares == pytest.approx([0.8, 0.1, 0.55], abs=1e-6)
+    [request] = full.chat_requests("stage1_list")
+    assert request.body["logprobs"] is True and request.body["max_tokens"] == 26
+
+
+def test_yes_probabilities_leave_unanswered_numbers_out(full: ScriptedLLMServer) -> None:
+    full.add(Rule(purpose="stage1_list", reply=Reply.lines([0.8, 0.1])))
+    assert make_llm(full).yes_probabilities(MESSAGES, 3, purpose="stage1_list") == pytest.approx([0.8, 0.1, None])
+
+
+def test_yes_probabilities_without_logprobs_are_read_from_the_text() -> None:
+    reply = "1: Yes\n2: No\n3: maybe"
+    with ScriptedLLMServer([Rule(purpose="stage1_list", reply=reply)], supports_logprobs=False) as server:
+        assert make_llm(server).yes_probabilities(MESSAGES, 3, purpose="stage1_list") == [1.0, 0.0, None]
+        [request] = server.chat_requests("stage1_list")
+        assert "logprobs" not in request.body
+
+
+@pytest.mark.parametrize("count", [0, -1, True])
+def test_yes_probabilities_need_a_positive_count(full: ScriptedLLMServer, count: int) -> None:
+    with pytest.raises(ValueError, match="count"):
+        make_llm(full).yes_probabilities(MESSAGES, count, purpose="stage1_list")
+    assert full.chat_requests("stage1_list") == []
+
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [(" Yes.", 1.0), ("**No**", 0.0), ("no, it is not", 0.0), ("Answer: yes", 1.0)],

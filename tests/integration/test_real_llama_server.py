@@ -35,6 +35,7 @@ from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
 from lastknown_graph.prompts.premise import premise_messages
 from lastknown_graph.prompts.still_true import outdated_messages
+from lastknown_graph.prompts.still_true_list import answer_token_budget, outdated_list_messages
 from lastknown_graph.store import EmbeddedStore, Store
 
 MODEL_ALIAS = "gemma3-270m"
@@ -214,6 +215,21 @@ def test_yes_no_questions_get_a_probability_from_the_real_model(server: RunningS
     assumes = llm.yes_probability(premise_messages(QUESTION, "Lives in Portland"), purpose="premise", meter=meter)
     assert 0.0 <= outdated <= 1.0 and 0.0 <= assumes <= 1.0
     print(f"\nstage1 P(outdated) = {outdated}, premise P(assumes) = {assumes}; {meter.by_purpose()}")
+
+
+def test_a_stage1_list_is_read_line_by_line_from_the_real_servers_tokens(server: RunningServer) -> None:
+    """The one-call-per-new-fact stage 1 against llama-cpp-python's own logprob format (a base model: protocol
+    robustness only, not judgment). Whatever it writes, each number gets a probability or None, and a line it did
+    answer "N: Yes/No" is read."""
+    llm, meter = real_llm(server), UsageMeter()
+    older = [("Lives in Portland", date(2024, 2, 10)), ("Plays the cello", date(2023, 6, 1))]
+    messages = outdated_list_messages("Lives in a hot desert region", date(2024, 9, 3), older)
+    shares = llm.yes_probabilities(messages, len(older), purpose="stage1_list", meter=meter,
+                                   max_tokens=answer_token_budget(len(older)))
+    assert len(shares) == len(older)
+    assert all(share is None or 0.0 <= share <= 1.0 for share in shares)
+    assert meter.by_purpose()["stage1_list"].calls == 1
+    print(f"\nstage-1 list P(outdated) = {shares}")
 
 
 def test_answer_prompt_carries_the_memory_to_the_model(server: RunningServer) -> None:

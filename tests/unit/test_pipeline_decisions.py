@@ -89,7 +89,8 @@ def test_a_new_fact_is_added_from_the_users_words(script: Script, make_memory: C
 SCREENINGS = pytest.mark.parametrize(("screening", "calls", "stage2"), [
     ("per_pair", ["extraction", "stage1", "stage2"], "stage2"),
     ("one_call", ["extraction", "screen", "stage2"], "screen_stage2"),
-], ids=["per-pair", "one-call"])
+    ("per_new_fact", ["extraction", "stage1_list", "stage2"], "stage2"),
+], ids=["per-pair", "one-call", "per-new-fact"])
 
 
 @SCREENINGS
