@@ -81,8 +81,9 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "results" / "write-cost.md"
 COMMAND = "python -m bench.write_cost"
-PURPOSES = ("extraction", "calibration", "screen", "stage1", "stage2", "premise", "premise_batch", "answer")
-WRITE_PURPOSES = PURPOSES[:5]  # the columns of the per-write table
+PURPOSES = ("extraction", "calibration", "screen", "stage1_list", "stage1", "stage2", "premise", "premise_batch",
+            "answer")
+WRITE_PURPOSES = PURPOSES[:6]  # the columns of the per-write table
 THIS_CHECKOUT = "this checkout"
 SEQUENTIAL = "sequential"
 CONCURRENT = "concurrent x"  # the start of every concurrent setting's name ("concurrent x4, batching")
@@ -111,6 +112,7 @@ class Setting:
     parallel_slots: int | None = None  # the scripted server's; None: all at once
     stage2_per_new_fact: int | None = None  # ConflictSettings.stage2_per_new_fact; None: the library's default
     stage1_bar_cap: float | str | None = None  # ConflictSettings.stage1_bar_cap; None: the library's default
+    screening: str | None = None  # ConflictSettings.screening; None: the library's default
 
 
 @dataclass(frozen=True)
@@ -247,9 +249,11 @@ def run_scenario(options: RunOptions, setting: Setting, size: int, scenario: Sce
         requests = _Requests(server) if server is not None else None
         if requests is not None:
             requests.new_calls()
+        screening = {"screening": setting.screening} if setting.screening is not None else {}
         conflict = {"conflict_settings": ConflictSettings(stage2_per_new_fact=setting.stage2_per_new_fact,
-                                                          stage1_bar_cap=setting.stage1_bar_cap)} \
-            if setting.stage2_per_new_fact is not None or setting.stage1_bar_cap is not None else {}
+                                                          stage1_bar_cap=setting.stage1_bar_cap,
+                                                          **screening)} \
+            if setting.stage2_per_new_fact is not None or setting.stage1_bar_cap is not None or screening else {}
         memory = Memory(llm, embedder, user=user, store=store, **conflict)
         steps: list[Step] = []
 
@@ -607,7 +611,7 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
         "",
         *markdown_table(
             ["library", "setting", "user facts", "writes", "calls per write (min–max)", "extraction", "calibration",
-             "screen",
+             "screen", "stage-1 list",
              "stage 1", "stage 2", f"prompt {unit}", f"completion {unit}", f"evaluated ({CACHED_PROMPTS}-prompt cache)"
              if not real else "evaluated (server log)", "evaluated (last prompt only)", "wall s", "retired"],
             write_rows(steps), align_left=2,
@@ -689,8 +693,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="also run one call at a time with ConflictSettings(stage2_per_new_fact=N)")
     parser.add_argument("--stage1-bar-cap", type=bar_cap, metavar="P|no_news",
                         help="also run one call at a time with ConflictSettings(stage1_bar_cap=...)")
+    parser.add_argument("--screening", choices=("per_pair", "per_new_fact", "one_call"),
+                        help="also run one call at a time with ConflictSettings(screening=...); the settings of "
+                             "--stage2-per-new-fact and --stage1-bar-cap then use it too")
     parser.add_argument("--without-default", action="store_true",
-                        help="run only the extra settings (--stage2-per-new-fact, --stage1-bar-cap), not the default; "
+                        help="run only the extra settings (--screening, --stage2-per-new-fact, --stage1-bar-cap), not "
+                             "the default; "
                              "for a slow real server, where the default was measured in an earlier run")
     parser.add_argument("--base-url", help="a real OpenAI-compatible server instead of the scripted one")
     parser.add_argument("--model", help="the real server's model (default: the first it lists)")
@@ -706,9 +714,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.server_log is not None and args.base_url is None:
         parser.error("--server-log reads a real server's log: give --base-url too")
-    if args.without_default and (args.compare or (args.stage2_per_new_fact is None and args.stage1_bar_cap is None)):
-        parser.error("--without-default runs only --stage2-per-new-fact and --stage1-bar-cap settings, without "
-                     "--compare")
+    if args.without_default and (args.compare or (args.stage2_per_new_fact is None and args.stage1_bar_cap is None
+                                                   and args.screening is None)):
+        parser.error("--without-default runs only --screening, --stage2-per-new-fact and --stage1-bar-cap settings, "
+                     "without --compare")
     if args.quick and (args.sizes or args.scenarios):
         parser.error("--quick fixes the sizes and scenarios; give either --quick or --sizes/--scenarios")
     return args
@@ -731,11 +740,15 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         else:
             settings += [Setting(f"{CONCURRENT}{concurrency}, batching", concurrency),
                          Setting(f"{CONCURRENT}{concurrency}, one-slot", concurrency, parallel_slots=1)]
+    screened = f", screening {args.screening}" if args.screening else ""
+    if args.screening is not None:
+        settings.append(Setting(f"screening {args.screening}", 1, screening=args.screening))
     if args.stage2_per_new_fact is not None:
-        settings.append(Setting(f"stage 2 <= {args.stage2_per_new_fact} per new fact", 1,
-                                stage2_per_new_fact=args.stage2_per_new_fact))
+        settings.append(Setting(f"stage 2 <= {args.stage2_per_new_fact} per new fact{screened}", 1,
+                                stage2_per_new_fact=args.stage2_per_new_fact, screening=args.screening))
     if args.stage1_bar_cap is not None:
-        settings.append(Setting(f"stage-1 bars <= {args.stage1_bar_cap}", 1, stage1_bar_cap=args.stage1_bar_cap))
+        settings.append(Setting(f"stage-1 bars <= {args.stage1_bar_cap}{screened}", 1,
+                                stage1_bar_cap=args.stage1_bar_cap, screening=args.screening))
     if args.without_default:
         settings = [s for s in settings if s.name != SEQUENTIAL]
     answer_tokens = args.answer_max_tokens or (REAL_ANSWER_MAX_TOKENS if real else SCRIPTED_ANSWER_MAX_TOKENS)
@@ -751,11 +764,12 @@ def _child_args(argv: Sequence[str]) -> list[str]:
             skip = False
             continue
         # --stage2-per-new-fact: a setting the other revision may not have; it runs on this checkout only.
-        if arg in ("--compare", "--out", "--emit-rows", "--library-label", "--stage2-per-new-fact", "--stage1-bar-cap"):
+        if arg in ("--compare", "--out", "--emit-rows", "--library-label", "--stage2-per-new-fact", "--stage1-bar-cap",
+                   "--screening"):
             skip = True
             continue
         if arg.startswith(("--compare=", "--out=", "--emit-rows=", "--library-label=", "--stage2-per-new-fact=",
-                            "--stage1-bar-cap=")) \
+                            "--stage1-bar-cap=", "--screening=")) \
                 or arg == "--no-write":
             continue
         args.append(arg)

@@ -123,9 +123,10 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--stage1-bar-cap", type=bar_cap, default=None, metavar="P|no_news",
                     help="memory: ConflictSettings.stage1_bar_cap, no stage-1 bar above P; no_news: the model's own "
                          "P(still true) when the newer note says nothing (default: no cap)")
-    go.add_argument("--screening", choices=("per_pair", "one_call"), default="per_pair",
+    go.add_argument("--screening", choices=("per_pair", "per_new_fact", "one_call"), default="per_pair",
                     help="memory: ConflictSettings.screening (default per_pair, the library's: one stage-1 call per "
-                         "pair, with its P(still true) recorded; one_call: one screening call per write)")
+                         "pair, with its P(still true) recorded; per_new_fact: one stage-1 call per new fact, each "
+                         "candidate's P(still true) read from its own line; one_call: one screening call per write)")
     go.add_argument("--retry-errors", action="store_true", help="rerun scenarios recorded with a system or judge error")
     go.add_argument("--no-progress", action="store_true", help="no progress bar")
     go.add_argument("--verbose", action="store_true", help="the library's INFO log (what the client fell back to)")
