@@ -73,8 +73,9 @@ class ConflictSettings:
     # of 0.89 (bench/results/prompt-order.md). A model that cannot list would retire nothing, so per_pair is the
     # default until the screen is measured on a model that can. "per_new_fact": stage 1 as per_pair, but one call
     # per new fact lists its candidates and reads each line's P(Yes) from its logprobs (prompts/still_true_list.py):
-    # on Qwen2.5-Coder-1.5B it ranks the 105 labelled real pairs with an AUC of 0.80 against per-pair's 0.75
-    # (bench/results/stage1-list.md). Without logprobs it is per_pair.
+    # 5.85 calls per write against 29.8; on Qwen2.5-Coder-1.5B it ranks lists of 1-3 as well or better than
+    # per-pair (AUC 0.76 against 0.67) but a mature user's lists of 4-9 worse (0.64 against 0.84,
+    # bench/results/stage1-list.md), so it is not the default. Without logprobs it is per_pair.
     screening: Literal["per_pair", "per_new_fact", "one_call"] = "per_pair"
     # At most this many of one new fact's flagged pairs go to stage 2, those stage 1 finds likeliest to have changed
     # (lowest P(still true)) first; the other flagged pairs are kept as stage 1's. None: every flagged pair goes.

@@ -3,9 +3,10 @@
 
 The per-pair question of ``prompts/still_true.py`` asked once per new fact instead of once per pair: a write into a
 user who knows 100 facts checks each new state fact against 6-16 candidates, so this turns ~27 stage-1 calls per
-write into ~3.5 (bench/results/write-cost.md). Measured on Qwen2.5-Coder-1.5B, on the 105 labelled real pairs of
-bench/results/no-news-bar (35 changed): AUC 0.80 against per-pair stage 1's 0.75 on the same pairs, 0.86 against
-0.84 on the 64 pairs of a 100-fact user (bench/results/stage1-list.md).
+write into ~3.5 (5.85 calls per write against 29.8 on the scripted bench). Measured on Qwen2.5-Coder-1.5B
+(bench/results/stage1-list.md): it ranks short lists as well as per-pair stage 1 or better (AUC 0.76 against 0.67 on
+41 STALE pairs in lists of 1-3), but long ones worse in the order the pipeline asks them, nearest first (0.64
+against 0.84 on 64 pairs of a 100-fact user in lists of 4-9): each line's answer leans on the answers before it.
 
 The worked examples put the outdated note at different places and include a newer note that outdates nothing:
 with the outdated note second in both examples the model answered "Yes" on line 2 of every list it was given.
