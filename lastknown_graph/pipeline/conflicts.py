@@ -26,7 +26,7 @@ from lastknown_graph.pipeline.grounding import restates_the_prompt
 from lastknown_graph.pipeline.text_checks import normalised, printable
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages, own_words
 from lastknown_graph.prompts.still_true import outdated_messages
-from lastknown_graph.prompts.still_true_list import answer_token_budget, outdated_list_messages
+from lastknown_graph.prompts.still_true_list import MAX_LISTED, answer_token_budget, outdated_list_messages
 from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)
@@ -77,6 +77,10 @@ class ConflictSettings:
     # per-pair (AUC 0.76 against 0.67) but a mature user's lists of 4-9 worse (0.64 against 0.84,
     # bench/results/stage1-list.md), so it is not the default. Without logprobs it is per_pair.
     screening: Literal["per_pair", "per_new_fact", "one_call"] = "per_pair"
+    # With screening="per_new_fact": at most this many candidates in one call, nearest first. Each line's answer
+    # leans on the answers before it, so long lists rank worse: on Qwen2.5-Coder-1.5B a 100-fact user's pairs at AUC
+    # 0.64 in lists of 4-9 and 0.79 in lists of at most 3, against 0.84 pair by pair (bench/results/stage1-list.md).
+    stage1_list_size: int = 3
     # At most this many of one new fact's flagged pairs go to stage 2, those stage 1 finds likeliest to have changed
     # (lowest P(still true)) first; the other flagged pairs are kept as stage 1's. None: every flagged pair goes.
     # For a model whose stage-1 probabilities rank pairs well but sit below every bar (Qwen2.5-Coder-1.5B flags
@@ -96,6 +100,9 @@ class ConflictSettings:
         budget = self.stage2_per_new_fact
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
             raise ValueError(f"stage2_per_new_fact must be a positive integer or None, got {budget!r}")
+        size = self.stage1_list_size
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_LISTED:
+            raise ValueError(f"stage1_list_size must be an integer from 1 to {MAX_LISTED}, got {size!r}")
         cap = self.stage1_bar_cap
         if cap is not None and cap != "no_news" and (
                 isinstance(cap, bool) or not isinstance(cap, int | float) or not 0.0 < cap <= 1.0):

@@ -96,7 +96,6 @@ from lastknown_graph.prompts.extraction import (
     example_texts,
     extraction_messages,
 )
-from lastknown_graph.prompts.still_true_list import MAX_LISTED
 from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)
@@ -339,8 +338,9 @@ class _Planner:
 
     def _ask_listed(self, new: NewFact, candidates: list[Candidate], words: list[str]) -> None:
         """Under ``ConflictSettings.screening = "per_new_fact"``: stage 1 for every earlier fact the loop may check,
-        in one call per new fact (``prompts/still_true_list.py``, at most ``MAX_LISTED`` facts a call); the answers
-        wait in the memo for ``_judge``. A fact whose line could not be read is left out, and so asked on its own.
+        in one call per ``ConflictSettings.stage1_list_size`` of them, nearest first (``prompts/still_true_list.py``);
+        the answers wait in the memo for ``_judge``. A fact whose line could not be read is left out, and so asked on
+        its own.
         Only where the server gives logprobs: without them stage 1 is not asked at all (every pair goes to stage
         2), and a list's Yes/No text could not flag generously."""
         if (self.settings.screening != "per_new_fact" or new.kind is not FactKind.STATE
@@ -353,7 +353,8 @@ class _Planner:
                 if key not in self.memo.decisions and key not in self.memo.stage1:
                     keys.setdefault(key, candidate.fact)
         pending = list(keys.items())
-        parts = [pending[start:start + MAX_LISTED] for start in range(0, len(pending), MAX_LISTED)]
+        size = self.settings.stage1_list_size
+        parts = [pending[start:start + size] for start in range(0, len(pending), size)]
         answers = in_order([
             functools.partial(outdated_list, self.llm, self.meter, [earlier for _, earlier in part], new.text,
                               self.day)

@@ -117,7 +117,7 @@ def _memory(screening: str, respond: object = None, **model: object) -> tuple[Me
     return memory, scripted
 
 
-def test_one_call_per_new_fact_decides_what_a_call_per_pair_decides() -> None:
+def test_lists_decide_what_a_call_per_pair_decides() -> None:
     outcomes = []
     for screening in ("per_pair", "per_new_fact"):
         memory, model = _memory(screening)
@@ -129,7 +129,9 @@ def test_one_call_per_new_fact_decides_what_a_call_per_pair_decides() -> None:
     assert listed_retired == per_pair_retired and listed_state == per_pair_state
     assert [r[0] for r in listed_retired] == sorted(HOME_FACTS_OUTDATED)
     assert per_pair_calls.count("stage1") == 4 and "stage1_list" not in per_pair_calls
-    assert listed_calls == ["extraction", "extraction", "stage1_list", "stage2", "stage2", "stage2", "stage2"]
+    # Four candidates in lists of at most three (the default stage1_list_size).
+    assert listed_calls == ["extraction", "extraction", "stage1_list", "stage1_list",
+                            "stage2", "stage2", "stage2", "stage2"]
 
 
 def test_what_stage_1_keeps_is_kept_with_the_lists_probability() -> None:
@@ -162,7 +164,7 @@ def test_a_line_the_reply_did_not_answer_is_asked_on_its_own() -> None:
     report = memory.write([MOVED_TO_PORTO], date="2024-03-01", session="s2")
     [single] = model.calls_for("stage1")
     assert "Rents a flat near the river" in single.last_user_message.split("Older note")[1]
-    assert len(model.calls_for("stage1_list")) == 1 and len(report.retired) == 4
+    assert len(model.calls_for("stage1_list")) == 2 and len(report.retired) == 4
 
 
 def test_a_failing_list_call_stores_nothing() -> None:
@@ -188,7 +190,10 @@ def test_without_logprobs_there_is_no_list_and_every_pair_goes_to_stage_2() -> N
     assert len(report.retired) == 4
 
 
-def test_a_new_fact_with_more_candidates_than_one_list_holds_is_asked_in_parts() -> None:
+@pytest.mark.parametrize(("list_size", "sizes"), [(MAX_LISTED, [MAX_LISTED, 4]), (3, [3] * 6 + [2])])
+def test_a_new_fact_with_more_candidates_than_one_list_holds_is_asked_in_parts(
+    list_size: int, sizes: list[int]
+) -> None:
     countries = ["Peru", "Chile", "Ghana", "Nepal", "Japan", "Kenya", "Spain", "Italy", "Malta", "Chad", "Laos",
                  "Fiji", "Togo", "Oman", "Cuba", "Iran", "Iraq", "Mali", "Niger", "Qatar"][:MAX_LISTED + 4]
 
@@ -203,9 +208,20 @@ def test_a_new_fact_with_more_candidates_than_one_list_holds_is_asked_in_parts()
 
     scripted = ScriptedModel(answer)
     memory = Memory(scripted, HashedEmbedder(), "ada", EmbeddedStore(None),
-                    conflict_settings=ConflictSettings(screening="per_new_fact", max_topic_candidates=MAX_LISTED + 4))
+                    conflict_settings=ConflictSettings(screening="per_new_fact", max_topic_candidates=MAX_LISTED + 4,
+                                                       stage1_list_size=list_size))
     memory.write([f"I collect stamps from {', '.join(countries)}."], date="2024-01-10", session="s1")
     report = memory.write(["I sold the stamps."], date="2024-03-01", session="s2")
-    sizes = [len(read_list_request(c.last_user_message).older) for c in scripted.calls_for("stage1_list")]
-    assert sizes == [MAX_LISTED, 4] and len(report.kept) == MAX_LISTED + 4
+    asked = [read_list_request(c.last_user_message).older for c in scripted.calls_for("stage1_list")]
+    assert [len(older) for older in asked] == sizes and len(report.kept) == MAX_LISTED + 4
+    # Every candidate is asked once, in the candidates' order (nearest first), and numbered from 1 in each list.
+    listed = [text for older in asked for _, (text, _) in sorted(older.items())]
+    assert sorted(listed) == sorted(f"Collects stamps from {country}" for country in countries)
+    assert all(sorted(older) == list(range(1, len(older) + 1)) for older in asked)
     assert scripted.calls_for("stage1") == []
+
+
+@pytest.mark.parametrize("size", [0, MAX_LISTED + 1, True, 2.5])
+def test_a_list_size_must_be_an_integer_from_1_to_max_listed(size: object) -> None:
+    with pytest.raises(ValueError, match="stage1_list_size"):
+        ConflictSettings(stage1_list_size=size)  # type: ignore[arg-type]
