@@ -72,9 +72,10 @@ class ConflictSettings:
     # changed pairs listed, bench/results/screen-recall.md), where per-pair stage 1 ranks the same pairs with an AUC
     # of 0.89 (bench/results/prompt-order.md). A model that cannot list would retire nothing, so per_pair is the
     # default until the screen is measured on a model that can. "per_new_fact": stage 1 as per_pair, but one call
-    # per new fact lists its candidates and reads each line's P(Yes) from its logprobs (prompts/still_true_list.py):
-    # 5.85 calls per write against 29.8; on Qwen2.5-Coder-1.5B it ranks lists of 1-3 as well or better than
-    # per-pair (AUC 0.76 against 0.67) but a mature user's lists of 4-9 worse (0.64 against 0.84,
+    # per stage1_list_size candidates of a new fact lists them and reads each line's P(Yes) from its logprobs
+    # (prompts/still_true_list.py): 12.7 calls per write against 29.8 on a user of 100 facts, the same retirements
+    # (bench/results/write-cost-list.md); on Qwen2.5-Coder-1.5B lists of three rank that user's pairs a little
+    # worse than per_pair (AUC 0.79 against 0.84), all 105 labelled pairs better (0.82 against 0.75;
     # bench/results/stage1-list.md), so it is not the default. Without logprobs it is per_pair.
     screening: Literal["per_pair", "per_new_fact", "one_call"] = "per_pair"
     # With screening="per_new_fact": at most this many candidates in one call, nearest first. Each line's answer

@@ -1,12 +1,12 @@
 """Stage 1 for all the candidates of one new fact in one call: the older notes numbered, one line answered per note
 ("1: No", "2: Yes", ...), each line's P(Yes) read from the log-probabilities of its answer token.
 
-The per-pair question of ``prompts/still_true.py`` asked once per new fact instead of once per pair: a write into a
-user who knows 100 facts checks each new state fact against 6-16 candidates, so this turns ~27 stage-1 calls per
-write into ~3.5 (5.85 calls per write against 29.8 on the scripted bench). Measured on Qwen2.5-Coder-1.5B
-(bench/results/stage1-list.md): it ranks short lists as well as per-pair stage 1 or better (AUC 0.76 against 0.67 on
-41 STALE pairs in lists of 1-3), but long ones worse in the order the pipeline asks them, nearest first (0.64
-against 0.84 on 64 pairs of a 100-fact user in lists of 4-9): each line's answer leans on the answers before it.
+The per-pair question of ``prompts/still_true.py`` asked of several candidates of one new fact at once: a write into
+a user who knows 100 facts checks each new state fact against 6-16 candidates, so lists of three
+(``ConflictSettings.stage1_list_size``) turn 29.8 calls per write into 12.7 on the scripted bench. Measured on
+Qwen2.5-Coder-1.5B (bench/results/stage1-list.md): a line's answer leans on the answers before it, so long lists
+rank worse; in the order the pipeline asks them (nearest first) a 100-fact user's pairs rank at AUC 0.64 in whole
+lists of 4-9, 0.79 in lists of at most 3, against 0.84 pair by pair (all 105 labelled pairs: 0.82 against 0.75).
 
 The worked examples put the outdated note at different places and include a newer note that outdates nothing:
 with the outdated note second in both examples the model answered "Yes" on line 2 of every list it was given.
