@@ -340,9 +340,8 @@ class _Planner:
         """Under ``ConflictSettings.screening = "per_new_fact"``: stage 1 for every earlier fact the loop may check,
         in one call per ``ConflictSettings.stage1_list_size`` of them, nearest first (``prompts/still_true_list.py``);
         the answers wait in the memo for ``_judge``. A fact whose line could not be read is left out, and so asked on
-        its own.
-        Only where the server gives logprobs: without them stage 1 is not asked at all (every pair goes to stage
-        2), and a list's Yes/No text could not flag generously."""
+        its own. Only where the server gives logprobs: without them stage 1 is not asked at all (every pair goes to
+        stage 2), and a list's Yes/No text could not flag generously."""
         if (self.settings.screening != "per_new_fact" or new.kind is not FactKind.STATE
                 or not self.llm.capabilities().logprobs):
             return

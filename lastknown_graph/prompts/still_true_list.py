@@ -1,4 +1,4 @@
-"""Stage 1 for all the candidates of one new fact in one call: the older notes numbered, one line answered per note
+"""Stage 1 for several candidates of one new fact in one call: the older notes numbered, one line answered per note
 ("1: No", "2: Yes", ...), each line's P(Yes) read from the log-probabilities of its answer token.
 
 The per-pair question of ``prompts/still_true.py`` asked of several candidates of one new fact at once: a write into

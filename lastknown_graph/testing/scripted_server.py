@@ -54,13 +54,12 @@ requests queue and each waits for those before it (``server.peak_in_flight``: th
 capability probes (purpose "capabilities") are answered by the server itself unless a rule names
 that purpose. So is a write's screening call (purpose "screen"), unless a rule names that purpose or a rule without
 a purpose but with ``when`` matches it (an injected fault): from the rules naming purpose "stage1" (and
-``default``), pair by pair, with the
-messages a per-pair stage 1 would send (and so is the stage-1 list of one new fact, purpose "stage1_list", answered
-one numbered line per older fact with each line's logprobs), and an answer's batched premise check (purpose
-"premise_batch") from the premise rules, fact by fact (``testing.batched_calls``; those lookups are not recorded
-as requests), so one script
-serves both settings of ``ConflictSettings.screening`` and ``PremiseSettings.checks``. A request no rule matches gets a
-500 naming its purpose and last message, so a missing rule is obvious, unless ``default=`` gives a reply for it.
+``default``), pair by pair, with the messages a per-pair stage 1 would send. So is the stage-1 list of one new fact
+(purpose "stage1_list"), answered one numbered line per older fact with each line's logprobs, and an answer's
+batched premise check (purpose "premise_batch") from the premise rules, fact by fact (``testing.batched_calls``;
+those lookups are not recorded as requests), so one script serves every setting of ``ConflictSettings.screening``
+and ``PremiseSettings.checks``. A request no rule matches gets a 500 naming its purpose and last message, so a
+missing rule is obvious, unless ``default=`` gives a reply for it.
 
 Every request is recorded (``server.requests``, ``server.chat_requests(purpose)``) with its body,
 headers and the status it got.
