@@ -67,8 +67,8 @@ SERVERS: dict[str, ServerShape] = {
     "llama.cpp-like": ServerShape(json_schema=False, json_object=True, logprobs=True),
     "bare": ServerShape(json_schema=False, json_object=False, logprobs=False),
 }
-PURPOSES = ("capabilities", "extraction", "screen", "stage1_list", "stage1", "stage2", "premise", "premise_batch",
-            "answer")
+PURPOSES = ("capabilities", "extraction", "screen", "stage1_list", "stage1", "stage2", "premise", "premise_list",
+            "premise_batch", "answer")
 DEFAULT_STILL_TRUE = 0.97  # stage 1 for every pair a scenario does not script: "still true"
 DEFAULT_ASSUMES = 0.05  # premise check for every retired fact a question does not script
 

@@ -74,6 +74,7 @@ from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.pipeline.conflicts import ConflictSettings
+from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
@@ -81,8 +82,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "results" / "write-cost.md"
 COMMAND = "python -m bench.write_cost"
-PURPOSES = ("extraction", "calibration", "screen", "stage1_list", "stage1", "stage2", "premise", "premise_batch",
-            "answer")
+PURPOSES = ("extraction", "calibration", "screen", "stage1_list", "stage1", "stage2", "premise", "premise_list",
+            "premise_batch", "answer")
 WRITE_PURPOSES = PURPOSES[:6]  # the columns of the per-write table
 THIS_CHECKOUT = "this checkout"
 SEQUENTIAL = "sequential"
@@ -113,6 +114,7 @@ class Setting:
     stage2_per_new_fact: int | None = None  # ConflictSettings.stage2_per_new_fact; None: the library's default
     stage1_bar_cap: float | str | None = None  # ConflictSettings.stage1_bar_cap; None: the library's default
     screening: str | None = None  # ConflictSettings.screening; None: the library's default
+    premise_checks: str | None = None  # PremiseSettings.checks; None: the library's default
 
 
 @dataclass(frozen=True)
@@ -254,7 +256,9 @@ def run_scenario(options: RunOptions, setting: Setting, size: int, scenario: Sce
                                                           stage1_bar_cap=setting.stage1_bar_cap,
                                                           **screening)} \
             if setting.stage2_per_new_fact is not None or setting.stage1_bar_cap is not None or screening else {}
-        memory = Memory(llm, embedder, user=user, store=store, **conflict)
+        premise = {"premise_settings": PremiseSettings(checks=setting.premise_checks)} \
+            if setting.premise_checks is not None else {}
+        memory = Memory(llm, embedder, user=user, store=store, **conflict, **premise)
         steps: list[Step] = []
 
         def measured(kind: str, label: str, action: Callable[[], WriteReport | Answer]) -> tuple[Any, Step]:
@@ -477,6 +481,7 @@ def ask_rows(steps: Sequence[Step]) -> list[list[object]]:
         rows.append([
             library, setting, size, len(mine), f"**{statistics.mean(s.total_calls for s in mine):.2f}**",
             _fmt(_mean([s.calls.get("premise", 0) for s in mine]), 2),
+            _fmt(_mean([s.calls.get("premise_list", 0) for s in mine]), 2),
             _fmt(_mean([s.calls.get("premise_batch", 0) for s in mine]), 2),
             _fmt(_mean([s.calls.get("answer", 0) for s in mine]), 2),
             sum(s.effect.get("premise_notes", 0) for s in mine),
@@ -623,7 +628,8 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
         "one-token check per fact (\"premise\", the default), or, with two or more such facts and "
         "`PremiseSettings.checks=\"one_call\"`, one batched call (\"premise batch\").",
         "",
-        *markdown_table(["library", "setting", "user facts", "asks", "calls per ask", "premise", "premise batch",
+        *markdown_table(["library", "setting", "user facts", "asks", "calls per ask", "premise", "premise list",
+                         "premise batch",
                          "answer", "premise notes", f"prompt {unit}", "wall s"], ask_rows(steps), align_left=2),
     ]
     others = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and s.setting != SEQUENTIAL})
@@ -696,6 +702,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--screening", choices=("per_pair", "per_new_fact", "one_call"),
                         help="also run one call at a time with ConflictSettings(screening=...); the settings of "
                              "--stage2-per-new-fact and --stage1-bar-cap then use it too")
+    parser.add_argument("--premise-checks", choices=("per_fact", "listed", "one_call"),
+                        help="also run one call at a time with PremiseSettings(checks=...), and --screening with it")
     parser.add_argument("--without-default", action="store_true",
                         help="run only the extra settings (--screening, --stage2-per-new-fact, --stage1-bar-cap), not "
                              "the default; "
@@ -715,7 +723,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.server_log is not None and args.base_url is None:
         parser.error("--server-log reads a real server's log: give --base-url too")
     if args.without_default and (args.compare or (args.stage2_per_new_fact is None and args.stage1_bar_cap is None
-                                                   and args.screening is None)):
+                                                   and args.screening is None and args.premise_checks is None)):
         parser.error("--without-default runs only --screening, --stage2-per-new-fact and --stage1-bar-cap settings, "
                      "without --compare")
     if args.quick and (args.sizes or args.scenarios):
@@ -743,6 +751,9 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     screened = f", screening {args.screening}" if args.screening else ""
     if args.screening is not None:
         settings.append(Setting(f"screening {args.screening}", 1, screening=args.screening))
+    if args.premise_checks is not None:
+        settings.append(Setting(f"premise {args.premise_checks}{screened}", 1, screening=args.screening,
+                                premise_checks=args.premise_checks))
     if args.stage2_per_new_fact is not None:
         settings.append(Setting(f"stage 2 <= {args.stage2_per_new_fact} per new fact{screened}", 1,
                                 stage2_per_new_fact=args.stage2_per_new_fact, screening=args.screening))
@@ -765,11 +776,11 @@ def _child_args(argv: Sequence[str]) -> list[str]:
             continue
         # --stage2-per-new-fact: a setting the other revision may not have; it runs on this checkout only.
         if arg in ("--compare", "--out", "--emit-rows", "--library-label", "--stage2-per-new-fact", "--stage1-bar-cap",
-                   "--screening"):
+                   "--screening", "--premise-checks"):
             skip = True
             continue
         if arg.startswith(("--compare=", "--out=", "--emit-rows=", "--library-label=", "--stage2-per-new-fact=",
-                            "--stage1-bar-cap=", "--screening=")) \
+                            "--stage1-bar-cap=", "--screening=", "--premise-checks=")) \
                 or arg == "--no-write":
             continue
         args.append(arg)

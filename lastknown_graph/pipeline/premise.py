@@ -13,7 +13,13 @@ from lastknown_graph.domain.models import Fact, FactStatus, HistoryEntry
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import ChatModel, LLMOutputError, UsageMeter, concurrency_of
 from lastknown_graph.pipeline.fan_out import in_order
-from lastknown_graph.prompts.premise import AssumedFacts, premise_batch_messages, premise_messages
+from lastknown_graph.prompts.premise import (
+    AssumedFacts,
+    premise_batch_messages,
+    premise_list_messages,
+    premise_messages,
+)
+from lastknown_graph.prompts.still_true_list import answer_token_budget
 from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)
@@ -33,7 +39,15 @@ class PremiseSettings:
     # against 3.0 (bench/results/write-cost.md). Not measured on a real model; the one real model here answered the
     # write's list-shaped screen with empty lists only (bench/results/screen-recall.md), so per_fact is the default
     # until a list-shaped call is measured on a model that can answer it.
-    checks: Literal["per_fact", "one_call"] = "per_fact"
+    # "listed": the close retired facts in calls of at most list_size, one numbered line each, each line's P(Yes)
+    # read from its logprobs (prompts/premise.py; a line not answered, or a server without logprobs: per fact).
+    checks: Literal["per_fact", "listed", "one_call"] = "per_fact"
+    list_size: int = 3
+
+    def __post_init__(self) -> None:
+        size = self.list_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"list_size must be a positive integer, got {size!r}")
 
 
 def premise_notes(
@@ -64,13 +78,17 @@ def _notes(
     replaced_by = {entry.fact.id: entry.replaced_by for entry in entries}
     assumed = _assumed_in_one_call(llm, message, meter, nearby) if settings.checks == "one_call" else None
     if assumed is None:
+        listed = _listed(llm, message, meter, nearby, settings) if settings.checks == "listed" else [None] * len(nearby)
+        unanswered = [index for index, probability in enumerate(listed) if probability is None]
         # Each retired fact is checked whatever the others' answers: all may be asked at once.
-        probabilities = in_order([
-            functools.partial(llm.yes_probability, premise_messages(message, fact.text), purpose="premise",
+        asked = in_order([
+            functools.partial(llm.yes_probability, premise_messages(message, nearby[index].text), purpose="premise",
                               meter=meter)
-            for fact in nearby
+            for index in unanswered
         ], concurrency_of(llm))
-        assumed = [probability >= settings.assumes_at_least for probability in probabilities]
+        probabilities = dict(zip(unanswered, asked, strict=True))
+        assumed = [(probabilities[index] if probability is None else probability) >= settings.assumes_at_least
+                   for index, probability in enumerate(listed)]
     notes = []
     for fact, assumes in zip(nearby, assumed, strict=True):
         if not assumes:
@@ -79,6 +97,25 @@ def _notes(
         change = "; ".join(f"since {link.at.isoformat()}: {link.fact_text}" for link in links)
         notes.append(f"The message may assume \"{fact.text}\", which is no longer true ({change or 'retired'}).")
     return notes
+
+
+def _listed(
+    llm: ChatModel, message: str, meter: UsageMeter, nearby: list[Fact], settings: PremiseSettings
+) -> list[float | None]:
+    """P(the message assumes it) per fact, from calls of at most ``settings.list_size`` facts answered a line each;
+    None for a fact whose line was not answered, and for every fact when the server gives no logprobs (a bare Yes
+    or No per line would be read as certain) or when one fact is all there is (its one-token check costs the
+    same call)."""
+    if len(nearby) < 2 or not llm.capabilities().logprobs:
+        return [None] * len(nearby)
+    size = settings.list_size
+    parts = [nearby[start:start + size] for start in range(0, len(nearby), size)]
+    answers = in_order([
+        functools.partial(llm.yes_probabilities, premise_list_messages(message, [fact.text for fact in part]),
+                          len(part), purpose="premise_list", meter=meter, max_tokens=answer_token_budget(len(part)))
+        for part in parts
+    ], concurrency_of(llm))
+    return [probability for part_answers in answers for probability in part_answers]
 
 
 def _assumed_in_one_call(llm: ChatModel, message: str, meter: UsageMeter, nearby: list[Fact]) -> list[bool] | None:

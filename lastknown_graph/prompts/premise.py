@@ -1,5 +1,6 @@
-"""Premise guard: does the user's message assume a fact that is no longer true? One-token check per fact, or one
-JSON call listing the assumed ones among several (``PremiseSettings.checks``).
+"""Premise guard: does the user's message assume a fact that is no longer true? One-token check per fact, one call
+answering several facts a line each, or one JSON call listing the assumed ones among several
+(``PremiseSettings.checks``).
 
 Each answer checks every retired fact close to the message, so the question and the message come first and the fact,
 the part that differs from call to call, last (a server's prefix cache then evaluates little more than the fact).
@@ -79,5 +80,53 @@ def read_premise_batch(user_message: str) -> tuple[str, dict[int, str]]:
     lines = user_message.splitlines()
     if len(lines) < 3 or lines[0] != BATCH_QUESTION or not lines[1].startswith("Message: "):
         raise ValueError("not a batched premise request")
+    facts = {int(m.group(1)): m.group(2) for line in lines[3:] if (m := _FACT_LINE.match(line))}
+    return lines[1].removeprefix("Message: "), facts
+
+
+# ----- several retired facts in one call, one line each (PremiseSettings.checks = "listed") ------------------------
+
+LIST_SYSTEM = (
+    "You check whether a user's message takes facts about the user for granted. For each numbered fact, answer on its "
+    "own line with its number, a colon and one word: Yes or No."
+)
+LIST_QUESTION: Final = "Does the message assume each fact is true? Answer Yes or No for each fact."
+# Worked examples, shown as earlier exchanges; far from any scenario a user is likely to bring. The assumed fact sits
+# at different places and one message assumes none: with the changed note at one place in every example, the stage-1
+# list's model answered Yes at that place in every list (bench/results/stage1-list.md).
+LIST_EXAMPLES: Final = (
+    ("Can you recommend a good lock for my red bicycle?",
+     ("Has a grey cat", "Owns a red bicycle", "Works night shifts at a warehouse"), ("No", "Yes", "No")),
+    ("How often should a cello bow be rehaired?", ("Plays the cello", "Has a grey cat"), ("Yes", "No")),
+    ("What is a good book about the history of tea?",
+     ("Owns a red bicycle", "Works night shifts at a warehouse"), ("No", "No")),
+)
+
+
+def _premise_listing(message: str, facts: list[str]) -> str:
+    # The question and the message first, the facts last, as in the one-token check.
+    listed = [f"{n}. {' '.join(text.split())}" for n, text in enumerate(facts, start=1)]
+    return "\n".join([LIST_QUESTION, f"Message: {' '.join(message.split())}", "Facts about the user:", *listed])
+
+
+def premise_list_messages(message: str, retired_facts: list[str]) -> list[dict[str, str]]:
+    """Messages whose reply answers, one numbered line per fact, whether ``message`` assumes it (Yes)."""
+    if not retired_facts:
+        raise ValueError("a premise list shows at least one fact")
+    messages = [{"role": "system", "content": LIST_SYSTEM}]
+    for example, facts, answers in LIST_EXAMPLES:
+        messages.append({"role": "user", "content": _premise_listing(example, list(facts))})
+        messages.append({"role": "assistant", "content": "\n".join(
+            f"{number}: {answer}" for number, answer in enumerate(answers, start=1))})
+    messages.append({"role": "user", "content": _premise_listing(message, retired_facts)})
+    return messages
+
+
+def read_premise_list_request(user_message: str) -> tuple[str, dict[int, str]]:
+    """The message and the numbered facts a premise list request shows: for test doubles that answer it fact by fact
+    (``lastknown_graph.testing``), read from the one place that knows the layout."""
+    lines = user_message.splitlines()
+    if len(lines) < 3 or lines[0] != LIST_QUESTION or not lines[1].startswith("Message: "):
+        raise ValueError("not a premise list request")
     facts = {int(m.group(1)): m.group(2) for line in lines[3:] if (m := _FACT_LINE.match(line))}
     return lines[1].removeprefix("Message: "), facts

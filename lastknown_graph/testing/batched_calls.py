@@ -1,8 +1,8 @@
 """How the test doubles answer the batched calls from their one-pair scripts, so one script serves both settings.
 
 The write's screening call and the stage-1 list of one new fact (``ConflictSettings.screening = "per_new_fact"``)
-are answered from the stage-1 script, the answer's batched premise check (``PremiseSettings.checks = "one_call"``)
-from the per-fact premise script.
+are answered from the stage-1 script, the answer's batched premise checks (``PremiseSettings.checks = "one_call"``
+and ``"listed"``) from the per-fact premise script.
 
 A double is scripted pair by pair (stage 1: P(the older fact is outdated) for a pair's messages). A screening call
 shows many pairs at once; the double answers it by asking its own stage-1 script about every (newer, older) pair
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Final
 
 from lastknown_graph.domain.volatility import FLAG_BAR_AT_VOLATILE
-from lastknown_graph.prompts.premise import premise_messages, read_premise_batch
+from lastknown_graph.prompts.premise import premise_messages, read_premise_batch, read_premise_list_request
 from lastknown_graph.prompts.screen import read_screen_request
 from lastknown_graph.prompts.still_true import outdated_messages
 from lastknown_graph.prompts.still_true_list import read_list_request
@@ -60,3 +60,10 @@ def stage1_list_answer(user_message: str, outdated: YesProbability) -> list[floa
     shown = read_list_request(user_message)
     return [outdated(outdated_messages(text, day, shown.later, shown.later_day))
             for _, (text, day) in sorted(shown.older.items())]
+
+
+def premise_list_answer(user_message: str, assumes: YesProbability) -> list[float]:
+    """P(Yes, assumed) for each numbered fact of a premise list request (``PremiseSettings.checks = "listed"``), in
+    order: each asked of the per-fact script with exactly the messages of that fact's own one-token check."""
+    message, facts = read_premise_list_request(user_message)
+    return [assumes(premise_messages(message, fact)) for _, fact in sorted(facts.items())]

@@ -19,7 +19,7 @@ wants. The HTTP double (``testing.scripted_server``) stays for tests of the Open
 
 The write's screening call (purpose "screen", ``ConflictSettings.screening = "one_call"``) and the stage-1 list
 of one new fact (purpose "stage1_list", ``screening = "per_new_fact"``) are answered from the function's stage-1
-answers, pair by pair, and the answer's batched premise check (purpose "premise_batch") from its
+answers, pair by pair, and the answer's batched premise checks (purposes "premise_batch" and "premise_list") from its
 premise answers, fact by fact (``testing.batched_calls``), so one function scripts both settings; those one-pair
 answers are not recorded as calls. ``screen_from_stage1=False`` passes both batched calls to the function like any
 other (for tests of how their answers are read).
@@ -37,7 +37,12 @@ from pydantic import BaseModel, ValidationError
 from lastknown_graph.llm.errors import LLMError, LLMOutputError
 from lastknown_graph.llm.protocol import Messages, T
 from lastknown_graph.llm.usage import UsageMeter
-from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer, stage1_list_answer
+from lastknown_graph.testing.batched_calls import (
+    premise_batch_answer,
+    premise_list_answer,
+    screen_answer,
+    stage1_list_answer,
+)
 
 CallKind = Literal["structured", "yes_probability", "yes_probabilities", "text"]
 
@@ -107,6 +112,8 @@ class ScriptedModel:
             result: object = screen_answer(call.last_user_message, lambda m: self._one_pair("stage1", m))
         elif purpose == "stage1_list" and self._screen_from_stage1:
             result = stage1_list_answer(call.last_user_message, lambda m: self._one_pair("stage1", m))
+        elif purpose == "premise_list" and self._screen_from_stage1:
+            result = premise_list_answer(call.last_user_message, lambda m: self._one_pair("premise", m))
         elif purpose == "premise_batch" and self._screen_from_stage1:
             result = premise_batch_answer(call.last_user_message, lambda m: self._one_pair("premise", m))
         else:

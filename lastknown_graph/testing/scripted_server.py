@@ -56,10 +56,10 @@ that purpose. So is a write's screening call (purpose "screen"), unless a rule n
 a purpose but with ``when`` matches it (an injected fault): from the rules naming purpose "stage1" (and
 ``default``), pair by pair, with the messages a per-pair stage 1 would send. So is the stage-1 list of one new fact
 (purpose "stage1_list"), answered one numbered line per older fact with each line's logprobs, and an answer's
-batched premise check (purpose "premise_batch") from the premise rules, fact by fact (``testing.batched_calls``;
-those lookups are not recorded as requests), so one script serves every setting of ``ConflictSettings.screening``
-and ``PremiseSettings.checks``. A request no rule matches gets a 500 naming its purpose and last message, so a
-missing rule is obvious, unless ``default=`` gives a reply for it.
+batched premise checks (purposes "premise_batch" and "premise_list") from the premise rules, fact by fact
+(``testing.batched_calls``; those lookups are not recorded as requests), so one script serves every setting of
+``ConflictSettings.screening`` and ``PremiseSettings.checks``. A request no rule matches gets a 500 naming its
+purpose and last message, so a missing rule is obvious, unless ``default=`` gives a reply for it.
 
 Every request is recorded (``server.requests``, ``server.chat_requests(purpose)``) with its body,
 headers and the status it got.
@@ -97,6 +97,7 @@ from lastknown_graph.llm.wire import PROBE_PURPOSE, PURPOSE_HEADER
 SCREEN_PURPOSE = "screen"
 PREMISE_BATCH_PURPOSE = "premise_batch"
 STAGE1_LIST_PURPOSE = "stage1_list"
+PREMISE_LIST_PURPOSE = "premise_list"
 
 # Fields of OpenAI's chat completions request; ``strict_fields`` refuses any other top-level field.
 OPENAI_CHAT_FIELDS = frozenset({
@@ -570,7 +571,8 @@ class ScriptedLLMServer:
         """The reply to ``request``; with ``only_purpose``, from the rules that name that purpose (and ``default``)."""
         if request.purpose == PROBE_PURPOSE and not any(rule.purpose == PROBE_PURPOSE for rule in self._rules):
             return Reply.yes(0.9) if request.wants_logprobs else Reply.json({"ok": True})
-        batched = request.purpose in (SCREEN_PURPOSE, PREMISE_BATCH_PURPOSE, STAGE1_LIST_PURPOSE) and not any(
+        batched = request.purpose in (SCREEN_PURPOSE, PREMISE_BATCH_PURPOSE, STAGE1_LIST_PURPOSE,
+                                      PREMISE_LIST_PURPOSE) and not any(
             rule.purpose == request.purpose for rule in self._rules)
         for index, rule in enumerate(self._rules):
             if rule.times is not None and self._uses[index] >= rule.times:
@@ -602,7 +604,7 @@ class ScriptedLLMServer:
         from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
 
         unanswered: list[_Answer] = []
-        one_pair = "premise" if request.purpose == PREMISE_BATCH_PURPOSE else "stage1"
+        one_pair = "premise" if request.purpose in (PREMISE_BATCH_PURPOSE, PREMISE_LIST_PURPOSE) else "stage1"
 
         def yes(messages: list[dict[str, str]]) -> float:
             headers = {k: v for k, v in request.headers.items() if k.lower() != PURPOSE_HEADER.lower()}
@@ -618,11 +620,12 @@ class ScriptedLLMServer:
                 return chosen.p_yes
             return 1.0 if (chosen.content or "").strip().lower().startswith("yes") else 0.0
 
-        if request.purpose == STAGE1_LIST_PURPOSE:
-            from lastknown_graph.testing.batched_calls import stage1_list_answer
+        if request.purpose in (STAGE1_LIST_PURPOSE, PREMISE_LIST_PURPOSE):
+            from lastknown_graph.testing.batched_calls import premise_list_answer, stage1_list_answer
 
-            listed = Reply.lines(stage1_list_answer(request.last_user_message, yes))
-            return unanswered[0] if unanswered else listed
+            answer_lines = stage1_list_answer if one_pair == "stage1" else premise_list_answer
+            lines = answer_lines(request.last_user_message, yes)
+            return unanswered[0] if unanswered else Reply.lines(lines)
         answer: object = (screen_answer(request.last_user_message, yes) if one_pair == "stage1"
                           else premise_batch_answer(request.last_user_message, yes))
         # A pair no one-pair rule answers is as obvious a gap in the script as an unanswered one-pair request.

@@ -1,0 +1,125 @@
+"""The premise check asked of several retired facts in one call, one numbered line each
+(``PremiseSettings.checks="listed"``): which calls the memory makes and what it notes from the answers.
+
+Every answer is scripted (``ScriptedModel`` is a test double, not a model): these tests check what the memory does
+with the lines, not whether any model answers them well (bench/results/premise-list.md, on Qwen2.5-Coder-1.5B).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from lastknown_graph import EmbeddedStore, FactStatus, Memory
+from lastknown_graph.llm import LLMUnavailableError
+from lastknown_graph.pipeline.premise import PremiseSettings
+from lastknown_graph.prompts.premise import LIST_EXAMPLES, premise_list_messages, read_premise_list_request
+from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
+
+QUESTION = "Which bakery in Lyon is close to where I work in Lyon?"
+LYON_FACTS = ("Lives in Lyon", "Works in Lyon", "Rents a flat in Lyon")
+
+
+def facts(*texts: str) -> dict[str, object]:
+    return {"facts": [{"text": t, "topic": t.split()[0].lower(), "kind": "state", "inferred": False,
+                       "evidence": [0]} for t in texts]}
+
+
+def scripted(premise: Callable[[str], float], listed: Callable[[ModelCall], object] | None = None
+             ) -> Callable[[ModelCall], object]:
+    """``premise``: P(assumed) by the fact's text; ``listed``: the answer to a list call when the test scripts it."""
+    def respond(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            if "Porto" in call.last_user_message:
+                return facts("Lives in Porto", "Works in Porto", "Rents a flat in Porto")
+            return facts(*LYON_FACTS)
+        if call.purpose == "stage1":
+            return 0.95
+        if call.purpose == "stage2":
+            return {"reasoning": "scripted", "verdict": "no_longer_true"}
+        if call.purpose == "premise_list" and listed is not None:
+            return listed(call)
+        if call.purpose == "premise":
+            fact = call.last_user_message.split("Fact about the user: ")[1]
+            return premise(fact)
+        return "Scripted answer."
+
+    return respond
+
+
+def memory_with_retired_facts(respond: Callable[[ModelCall], object], *, list_size: int = 3,
+                              **model: object) -> tuple[ScriptedModel, Memory]:
+    scripted_model = ScriptedModel(respond, **model)  # type: ignore[arg-type]
+    memory = Memory(scripted_model, HashedEmbedder(), "ada", EmbeddedStore(None),
+                    premise_settings=PremiseSettings(checks="listed", min_similarity=0.0, list_size=list_size))
+    memory.write(["I live, rent a flat and work in Lyon."], date="2024-01-10", session="s1")
+    memory.write(["We moved to Porto; I rent a flat and work there now."], date="2024-06-01", session="s2")
+    retired = {e.fact.text for e in memory.history() if e.fact.status is FactStatus.RETIRED}
+    assert retired == set(LYON_FACTS)  # the setup the tests below rely on
+    return scripted_model, memory
+
+
+def noted(notes: list[str]) -> set[str]:
+    return {text for text in LYON_FACTS if any(f'"{text}"' in note for note in notes)}
+
+
+def test_the_prompt_numbers_the_facts_after_the_message_and_varies_its_examples() -> None:
+    messages = premise_list_messages("Where can I\nbuy bread?", ["Lives in Lyon", "Works in\nLyon"])
+    assert read_premise_list_request(messages[-1]["content"]) == (
+        "Where can I buy bread?", {1: "Lives in Lyon", 2: "Works in Lyon"})
+    assert all("Lyon" not in m["content"] for m in messages[:-1])
+    places = {answers.index("Yes") for _, _, answers in LIST_EXAMPLES if "Yes" in answers}
+    assert len(places) > 1 and any("Yes" not in answers for _, _, answers in LIST_EXAMPLES)
+    with pytest.raises(ValueError, match="at least one fact"):
+        premise_list_messages("Where can I buy bread?", [])
+
+
+def test_one_list_call_notes_what_the_checks_fact_by_fact_would() -> None:
+    assumed = {"Lives in Lyon": 0.9, "Works in Lyon": 0.7, "Rents a flat in Lyon": 0.1}
+    outcomes = []
+    for checks in ("per_fact", "listed"):
+        model, memory = memory_with_retired_facts(scripted(assumed.__getitem__))
+        memory.premise_settings = PremiseSettings(checks=checks, min_similarity=0.0)  # type: ignore[arg-type]
+        outcomes.append((noted(memory.premise_notes(QUESTION)),
+                         len(model.calls_for("premise")), len(model.calls_for("premise_list"))))
+    assert outcomes == [({"Lives in Lyon", "Works in Lyon"}, 3, 0), ({"Lives in Lyon", "Works in Lyon"}, 0, 1)]
+
+
+def test_facts_beyond_one_list_are_asked_in_the_next() -> None:
+    model, memory = memory_with_retired_facts(scripted(lambda fact: 0.9), list_size=2)
+    assert noted(memory.premise_notes(QUESTION)) == set(LYON_FACTS)
+    sizes = [len(read_premise_list_request(c.last_user_message)[1]) for c in model.calls_for("premise_list")]
+    assert sizes == [2, 1] and model.calls_for("premise") == []
+
+
+def test_a_line_not_answered_is_checked_on_its_own() -> None:
+    def listed(call: ModelCall) -> object:
+        _, shown = read_premise_list_request(call.last_user_message)
+        return [None if text == "Works in Lyon" else 0.9 for _, text in sorted(shown.items())]
+
+    model, memory = memory_with_retired_facts(scripted(lambda fact: 0.8, listed), screen_from_stage1=False)
+    assert noted(memory.premise_notes(QUESTION)) == set(LYON_FACTS)
+    [single] = model.calls_for("premise")
+    assert single.last_user_message.endswith("Fact about the user: Works in Lyon")
+
+
+def test_without_logprobs_each_fact_is_checked_on_its_own() -> None:
+    model, memory = memory_with_retired_facts(scripted(lambda fact: 0.9), logprobs=False)
+    assert noted(memory.premise_notes(QUESTION)) == set(LYON_FACTS)
+    assert model.calls_for("premise_list") == [] and len(model.calls_for("premise")) == 3
+
+
+def test_a_failing_list_call_fails_the_check() -> None:
+    def listed(call: ModelCall) -> object:
+        raise LLMUnavailableError("the server went away")
+
+    _, memory = memory_with_retired_facts(scripted(lambda fact: 0.9, listed), screen_from_stage1=False)
+    with pytest.raises(LLMUnavailableError):
+        memory.premise_notes(QUESTION)
+
+
+@pytest.mark.parametrize("size", [0, -1, True, 2.5])
+def test_a_list_size_must_be_a_positive_integer(size: object) -> None:
+    with pytest.raises(ValueError, match="list_size"):
+        PremiseSettings(list_size=size)  # type: ignore[arg-type]
