@@ -40,7 +40,10 @@ class PremiseSettings:
     # write's list-shaped screen with empty lists only (bench/results/screen-recall.md), so per_fact is the default
     # until a list-shaped call is measured on a model that can answer it.
     # "listed": the close retired facts in calls of at most list_size, one numbered line each, each line's P(Yes)
-    # read from its logprobs (prompts/premise.py; a line not answered, or a server without logprobs: per fact).
+    # read from its logprobs (prompts/premise.py; a line not answered, or a server without logprobs: per fact):
+    # 2.1 calls per answer against 3.0 on a user of 100 facts, 3.0 against 5.6 at 1,000 (bench/results/write-cost-
+    # premise-list.md); on Qwen2.5-Coder-1.5B it noted all 26 assumed facts of 114 real rows, as per_fact did, and
+    # 20 of 88 unassumed ones against 26 (bench/results/premise-list.md). An option until measured on more models.
     checks: Literal["per_fact", "listed", "one_call"] = "per_fact"
     list_size: int = 3
 
