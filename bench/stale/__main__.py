@@ -40,6 +40,7 @@ from lastknown_graph.embedders import APIEmbedder, Embedder, LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS
 from lastknown_graph.pipeline.conflicts import ConflictSettings
+from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import Neo4jStore, Store
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
@@ -127,6 +128,9 @@ def parser() -> argparse.ArgumentParser:
                     help="memory: ConflictSettings.screening (default per_pair, the library's: one stage-1 call per "
                          "pair, with its P(still true) recorded; per_new_fact: one stage-1 call per new fact, each "
                          "candidate's P(still true) read from its own line; one_call: one screening call per write)")
+    go.add_argument("--premise-checks", choices=("per_fact", "listed", "one_call"), default="per_fact",
+                    help="memory: PremiseSettings.checks (default per_fact, the library's: one one-token check per "
+                         "close retired fact; listed: three to a call, one line each)")
     go.add_argument("--retry-errors", action="store_true", help="rerun scenarios recorded with a system or judge error")
     go.add_argument("--no-progress", action="store_true", help="no progress bar")
     go.add_argument("--verbose", action="store_true", help="the library's INFO log (what the client fell back to)")
@@ -285,6 +289,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "answer_max_tokens": args.answer_max_tokens, "stage1_flag_below": args.stage1_flag_below,
             "stage1_bar_cap": args.stage1_bar_cap,
             "screening": args.screening,
+            "premise_checks": args.premise_checks,
             "embedder": embedder.name if behaviour is None else "scripted hashed-word vectors (384-d)",
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
             "history_max_chars": args.history_max_chars, "rag_k": args.rag_k,
@@ -303,6 +308,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                               conflict_settings=ConflictSettings(stage1_flag_below=args.stage1_flag_below,
                                                                 stage1_bar_cap=args.stage1_bar_cap,
                                                                 screening=args.screening),
+                              premise_settings=PremiseSettings(checks=args.premise_checks),
                               peers=peer_config)
         try:
             summary = run(plan, resources, judge)

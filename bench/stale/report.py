@@ -183,7 +183,8 @@ def summary_json(out: Path) -> dict[str, object]:
     systems = [str(s) for s in meta.get("systems", [])]
     results = all_results(out, systems)
     keys = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "answer_max_tokens",
-            "stage1_flag_below", "screening", "embedder", "store", "code", "command", "peer_versions", "graphiti_store")
+            "stage1_flag_below", "screening", "premise_checks", "embedder", "store", "code", "command",
+            "peer_versions", "graphiti_store")
     by_type = {
         system: {kind: summary([r for r in results[system].values() if r.type == kind]) for kind in ("T1", "T2")}
         for system in systems if results[system]
@@ -240,7 +241,8 @@ def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
         f"{meta.get('answer_max_tokens', 'the default')} tokens",
         judge_line(meta),
         f"- memory's stage-1 flag bar: {meta.get('stage1_flag_below') or 'by volatility (0.60-0.95)'}; pairs chosen "
-        f"for stage 2 by: {meta.get('screening') or 'per_pair'}",
+        f"for stage 2 by: {meta.get('screening') or 'per_pair'}; premise checks: "
+        f"{meta.get('premise_checks') or 'per_fact'}",
         f"- embedder: {meta.get('embedder')}; memory store: {meta.get('store')}; full-history keeps the newest "
         f"{meta.get('history_max_chars')} characters; naive-rag puts the top {meta.get('rag_k')} sentences in "
         "the prompt",

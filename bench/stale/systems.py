@@ -20,6 +20,7 @@ from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS, Memory
 from lastknown_graph.pipeline.conflicts import ConflictSettings
+from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import EmbeddedStore, Store
 
 MEMORY: Final = "memory"
@@ -121,6 +122,7 @@ class Resources:
     rag_k: int
     answer_max_tokens: int = ANSWER_MAX_TOKENS  # every system's answers get the same bound
     conflict_settings: ConflictSettings = field(default_factory=ConflictSettings)  # the memory's
+    premise_settings: PremiseSettings = field(default_factory=PremiseSettings)  # the memory's
     peers: PeerSettings | None = None  # None: the run cannot make peer systems
 
 
@@ -133,7 +135,8 @@ def make_system(name: str, resources: Resources, user_id: str) -> System:
     if name == MEMORY:
         store = resources.neo4j if resources.neo4j is not None else EmbeddedStore(None)
         return MemorySystem(Memory(resources.llm, resources.embedder, user=user_id, store=store,
-                                   conflict_settings=resources.conflict_settings),
+                                   conflict_settings=resources.conflict_settings,
+                                   premise_settings=resources.premise_settings),
                             resources.answer_max_tokens)
     if name == FULL_HISTORY:
         return FullHistory(resources.llm, resources.history_max_chars, resources.answer_max_tokens)
