@@ -25,8 +25,9 @@ from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.grounding import restates_the_prompt
 from lastknown_graph.pipeline.text_checks import normalised, printable
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages, own_words
+from lastknown_graph.prompts.numbered_answers import answer_token_budget
 from lastknown_graph.prompts.still_true import outdated_messages
-from lastknown_graph.prompts.still_true_list import MAX_LISTED, answer_token_budget, outdated_list_messages
+from lastknown_graph.prompts.still_true_list import MAX_LISTED, outdated_list_messages
 from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)

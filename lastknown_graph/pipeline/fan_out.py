@@ -12,6 +12,14 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 R = TypeVar("R")
+T = TypeVar("T")
+
+
+def in_parts(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    """``items`` cut into consecutive parts of at most ``size``, in order: the lists one call each answers."""
+    if size < 1:
+        raise ValueError(f"size must be at least 1, got {size}")
+    return [items[start:start + size] for start in range(0, len(items), size)]
 
 
 def in_order(tasks: Sequence[Callable[[], R]], limit: int) -> list[R]:

@@ -12,14 +12,14 @@ from lastknown_graph import tracing
 from lastknown_graph.domain.models import Fact, FactStatus, HistoryEntry
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import ChatModel, LLMOutputError, UsageMeter, concurrency_of
-from lastknown_graph.pipeline.fan_out import in_order
+from lastknown_graph.pipeline.fan_out import in_order, in_parts
+from lastknown_graph.prompts.numbered_answers import answer_token_budget
 from lastknown_graph.prompts.premise import (
     AssumedFacts,
     premise_batch_messages,
     premise_list_messages,
     premise_messages,
 )
-from lastknown_graph.prompts.still_true_list import answer_token_budget
 from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)
@@ -111,8 +111,7 @@ def _listed(
     same call)."""
     if len(nearby) < 2 or not llm.capabilities().logprobs:
         return [None] * len(nearby)
-    size = settings.list_size
-    parts = [nearby[start:start + size] for start in range(0, len(nearby), size)]
+    parts = in_parts(nearby, settings.list_size)
     answers = in_order([
         functools.partial(llm.yes_probabilities, premise_list_messages(message, [fact.text for fact in part]),
                           len(part), purpose="premise_list", meter=meter, max_tokens=answer_token_budget(len(part)))

@@ -75,7 +75,7 @@ from lastknown_graph.pipeline.decisions import (
     report_entries,
     session_changes,
 )
-from lastknown_graph.pipeline.fan_out import in_order
+from lastknown_graph.pipeline.fan_out import in_order, in_parts
 from lastknown_graph.pipeline.grounding import (
     from_impersonal_requests,
     invented_quote,
@@ -351,9 +351,7 @@ class _Planner:
                 key = pair_key(candidate.fact, new.text, self.day, words)
                 if key not in self.memo.decisions and key not in self.memo.stage1:
                     keys.setdefault(key, candidate.fact)
-        pending = list(keys.items())
-        size = self.settings.stage1_list_size
-        parts = [pending[start:start + size] for start in range(0, len(pending), size)]
+        parts = in_parts(list(keys.items()), self.settings.stage1_list_size)
         answers = in_order([
             functools.partial(outdated_list, self.llm, self.meter, [earlier for _, earlier in part], new.text,
                               self.day)

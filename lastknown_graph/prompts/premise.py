@@ -14,6 +14,8 @@ from typing import Final
 
 from pydantic import BaseModel, Field
 
+from lastknown_graph.prompts.numbered_answers import answer_lines
+
 SYSTEM = (
     "You check whether a user's message takes something for granted. "
     "Answer with exactly one word: Yes or No."
@@ -58,30 +60,35 @@ EXAMPLE_ASSUMED: Final = {"assumed": [2]}
 _FACT_LINE = re.compile(r"^(\d+)\. (.*)$")
 
 
-def _batch(message: str, facts: list[str]) -> str:
+def _listing(question: str, message: str, facts: list[str]) -> str:
     # As in the one-token check: the question and the message first, the facts last.
     listed = "\n".join(f"{n}. {' '.join(text.split())}" for n, text in enumerate(facts, start=1))
-    return f"{BATCH_QUESTION}\nMessage: {' '.join(message.split())}\nFacts about the user:\n{listed}"
+    return f"{question}\nMessage: {' '.join(message.split())}\nFacts about the user:\n{listed}"
+
+
+def _read_listing(user_message: str, question: str, kind: str) -> tuple[str, dict[int, str]]:
+    """The message and the numbered facts of a request laid out by ``_listing`` under ``question``."""
+    lines = user_message.splitlines()
+    if len(lines) < 3 or lines[0] != question or not lines[1].startswith("Message: "):
+        raise ValueError(f"not a {kind} request")
+    facts = {int(m.group(1)): m.group(2) for line in lines[3:] if (m := _FACT_LINE.match(line))}
+    return lines[1].removeprefix("Message: "), facts
 
 
 def premise_batch_messages(message: str, retired_facts: list[str]) -> list[dict[str, str]]:
     """Messages asking which of ``retired_facts`` (numbered from 1) the message assumes."""
     return [
         {"role": "system", "content": BATCH_SYSTEM},
-        {"role": "user", "content": _batch(EXAMPLE_MESSAGE, list(EXAMPLE_FACTS))},
+        {"role": "user", "content": _listing(BATCH_QUESTION, EXAMPLE_MESSAGE, list(EXAMPLE_FACTS))},
         {"role": "assistant", "content": json.dumps(EXAMPLE_ASSUMED)},
-        {"role": "user", "content": _batch(message, retired_facts)},
+        {"role": "user", "content": _listing(BATCH_QUESTION, message, retired_facts)},
     ]
 
 
 def read_premise_batch(user_message: str) -> tuple[str, dict[int, str]]:
     """The message and the numbered facts a batched premise request shows: for test doubles that answer it fact by
     fact (``lastknown_graph.testing``), read from the one place that knows the layout."""
-    lines = user_message.splitlines()
-    if len(lines) < 3 or lines[0] != BATCH_QUESTION or not lines[1].startswith("Message: "):
-        raise ValueError("not a batched premise request")
-    facts = {int(m.group(1)): m.group(2) for line in lines[3:] if (m := _FACT_LINE.match(line))}
-    return lines[1].removeprefix("Message: "), facts
+    return _read_listing(user_message, BATCH_QUESTION, "batched premise")
 
 
 # ----- several retired facts in one call, one line each (PremiseSettings.checks = "listed") ------------------------
@@ -103,30 +110,19 @@ LIST_EXAMPLES: Final = (
 )
 
 
-def _premise_listing(message: str, facts: list[str]) -> str:
-    # The question and the message first, the facts last, as in the one-token check.
-    listed = [f"{n}. {' '.join(text.split())}" for n, text in enumerate(facts, start=1)]
-    return "\n".join([LIST_QUESTION, f"Message: {' '.join(message.split())}", "Facts about the user:", *listed])
-
-
 def premise_list_messages(message: str, retired_facts: list[str]) -> list[dict[str, str]]:
     """Messages whose reply answers, one numbered line per fact, whether ``message`` assumes it (Yes)."""
     if not retired_facts:
         raise ValueError("a premise list shows at least one fact")
     messages = [{"role": "system", "content": LIST_SYSTEM}]
     for example, facts, answers in LIST_EXAMPLES:
-        messages.append({"role": "user", "content": _premise_listing(example, list(facts))})
-        messages.append({"role": "assistant", "content": "\n".join(
-            f"{number}: {answer}" for number, answer in enumerate(answers, start=1))})
-    messages.append({"role": "user", "content": _premise_listing(message, retired_facts)})
+        messages.append({"role": "user", "content": _listing(LIST_QUESTION, example, list(facts))})
+        messages.append({"role": "assistant", "content": answer_lines(answers)})
+    messages.append({"role": "user", "content": _listing(LIST_QUESTION, message, retired_facts)})
     return messages
 
 
 def read_premise_list_request(user_message: str) -> tuple[str, dict[int, str]]:
     """The message and the numbered facts a premise list request shows: for test doubles that answer it fact by fact
     (``lastknown_graph.testing``), read from the one place that knows the layout."""
-    lines = user_message.splitlines()
-    if len(lines) < 3 or lines[0] != LIST_QUESTION or not lines[1].startswith("Message: "):
-        raise ValueError("not a premise list request")
-    facts = {int(m.group(1)): m.group(2) for line in lines[3:] if (m := _FACT_LINE.match(line))}
-    return lines[1].removeprefix("Message: "), facts
+    return _read_listing(user_message, LIST_QUESTION, "premise list")

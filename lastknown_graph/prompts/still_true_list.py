@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Final
 
+from lastknown_graph.prompts.numbered_answers import answer_lines
+
 SYSTEM = (
     "You keep a memory about one person and must notice when older notes are outdated. "
     "For each older note, answer on its own line with its number, a colon and one word: Yes or No."
@@ -63,11 +65,6 @@ def _listing(later: str, later_day: date, older: Sequence[tuple[str, date]]) -> 
     return "\n".join(lines)
 
 
-def answer_lines(answers: Sequence[str]) -> str:
-    """The reply the prompt asks for: ``1: Yes``, ``2: No``, ... one line each."""
-    return "\n".join(f"{number}: {answer}" for number, answer in enumerate(answers, 1))
-
-
 def outdated_list_messages(later: str, later_day: date, older: Sequence[tuple[str, date]]) -> list[dict[str, str]]:
     """Messages whose reply answers, line by line, whether ``later`` may have made each of ``older`` untrue (Yes);
     the older notes are numbered from 1."""
@@ -79,12 +76,6 @@ def outdated_list_messages(later: str, later_day: date, older: Sequence[tuple[st
         messages.append({"role": "assistant", "content": answer_lines(answers)})
     messages.append({"role": "user", "content": _listing(later, later_day, older)})
     return messages
-
-
-def answer_token_budget(count: int) -> int:
-    """Completion tokens a reply of ``count`` lines needs: about four a line ("12", ":", " Yes", newline), and room
-    for a model that adds a word."""
-    return 6 * count + 8
 
 
 @dataclass(frozen=True)

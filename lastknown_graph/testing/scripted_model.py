@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from pydantic import BaseModel, ValidationError
 
@@ -125,7 +125,7 @@ class ScriptedModel:
     def _one_pair(self, purpose: str, messages: list[dict[str, str]]) -> float:
         """What the function answers a one-token check of ``purpose`` with these messages: P(Yes)."""
         result = self._respond(ModelCall(purpose, "yes_probability", tuple(messages), None, None))
-        if isinstance(result, bool) or not isinstance(result, int | float) or not 0.0 <= result <= 1.0:
+        if not _is_probability(result):
             raise LLMOutputError(f"scripted {purpose} answer {result!r} is not a probability", output=repr(result))
         return float(result)
 
@@ -144,7 +144,7 @@ class ScriptedModel:
 
     def yes_probability(self, messages: Messages, *, purpose: str, meter: UsageMeter | None = None) -> float:
         result = self._answer(purpose, "yes_probability", messages, meter)
-        if isinstance(result, bool) or not isinstance(result, int | float) or not 0.0 <= result <= 1.0:
+        if not _is_probability(result):
             raise LLMOutputError(f"scripted {purpose} answer {result!r} is not a probability", output=repr(result))
         probability = float(result)
         return probability if self._capabilities.logprobs else float(probability >= 0.5)
@@ -155,8 +155,7 @@ class ScriptedModel:
     ) -> list[float | None]:
         result = self._answer(purpose, "yes_probabilities", messages, meter, max_tokens=max_tokens)
         if not isinstance(result, list) or len(result) != count or not all(
-                p is None or (not isinstance(p, bool) and isinstance(p, int | float) and 0.0 <= p <= 1.0)
-                for p in result):
+                p is None or _is_probability(p) for p in result):
             raise LLMOutputError(f"scripted {purpose} answer {result!r} is not {count} probabilities or None",
                                  output=repr(result))
         return [None if p is None else float(p) if self._capabilities.logprobs else float(p >= 0.5) for p in result]
@@ -168,6 +167,11 @@ class ScriptedModel:
         if not isinstance(result, str) or not result.strip():
             raise LLMOutputError(f"scripted {purpose} answer {result!r} is not a non-empty text", output=repr(result))
         return result
+
+
+def _is_probability(value: object) -> TypeGuard[int | float]:
+    """A number in [0, 1] (a bool is not one)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0.0 <= value <= 1.0
 
 
 def failing(error: LLMError) -> Responder:

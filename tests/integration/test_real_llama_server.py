@@ -33,9 +33,10 @@ from lastknown_graph.llm.errors import LLMUnavailableError
 from lastknown_graph.memory import Memory
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
+from lastknown_graph.prompts.numbered_answers import answer_token_budget
 from lastknown_graph.prompts.premise import premise_messages
 from lastknown_graph.prompts.still_true import outdated_messages
-from lastknown_graph.prompts.still_true_list import answer_token_budget, outdated_list_messages
+from lastknown_graph.prompts.still_true_list import outdated_list_messages
 from lastknown_graph.store import EmbeddedStore, Store
 
 MODEL_ALIAS = "gemma3-270m"

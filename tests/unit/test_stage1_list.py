@@ -19,13 +19,8 @@ from lastknown_graph.domain.stages import Stage
 from lastknown_graph.llm import LLMUnavailableError
 from lastknown_graph.llm.responses import numbered_yes_no, numbered_yes_shares
 from lastknown_graph.pipeline.conflicts import ConflictSettings
-from lastknown_graph.prompts.still_true_list import (
-    EXAMPLES,
-    MAX_LISTED,
-    answer_lines,
-    outdated_list_messages,
-    read_list_request,
-)
+from lastknown_graph.prompts.numbered_answers import answer_lines
+from lastknown_graph.prompts.still_true_list import EXAMPLES, MAX_LISTED, outdated_list_messages, read_list_request
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from tests.scripted_moves import HOME_FACTS_OUTDATED, HOME_FACTS_SAID, MOVED_TO_PORTO, home_fact, moving_home
 
