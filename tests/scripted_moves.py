@@ -6,8 +6,10 @@ otherwise; every pair is flagged at stage 1 and retired at stage 2 with ``reason
 
 from __future__ import annotations
 
+from lastknown_graph import EmbeddedStore, FactStatus, Memory
+from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.prompts.still_true import NO_NEWS_NOTES
-from lastknown_graph.testing import ModelCall
+from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from lastknown_graph.testing.scripted_model import Responder
 
 
@@ -75,3 +77,26 @@ def moving_home(no_news_yes: float | None = None) -> Responder:
         raise AssertionError(call.purpose)
 
     return answer
+
+
+def extracted(*texts: str) -> dict[str, object]:
+    """An extraction answer stating ``texts`` as state facts of the first turn, each on the topic of its first word."""
+    return {"facts": [{"text": text, "topic": text.split()[0].lower(), "kind": "state", "inferred": False,
+                       "evidence": [0]} for text in texts]}
+
+
+def moved_out_of_lyon(model: ScriptedModel, premise_settings: PremiseSettings, lyon_facts: tuple[str, ...],
+                      said_in_lyon: str, said_in_porto: str) -> Memory:
+    """A memory whose user said ``said_in_lyon``, then ``said_in_porto``, which retired every one of ``lyon_facts``
+    (the responder decides that; the setup the premise tests rely on is checked here)."""
+    memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None), premise_settings=premise_settings)
+    memory.write([said_in_lyon], date="2024-01-10", session="s1")
+    memory.write([said_in_porto], date="2024-06-01", session="s2")
+    retired = {e.fact.text for e in memory.history() if e.fact.status is FactStatus.RETIRED}
+    assert retired == set(lyon_facts)
+    return memory
+
+
+def noted_in(notes: list[str], texts: tuple[str, ...]) -> set[str]:
+    """Which of ``texts`` the premise notes name."""
+    return {text for text in texts if any(f'"{text}"' in note for note in notes)}

@@ -11,24 +11,21 @@ from collections.abc import Callable
 
 import pytest
 
-from lastknown_graph import EmbeddedStore, FactStatus, Memory
+from lastknown_graph import Memory
 from lastknown_graph.llm import LLMOutputError
 from lastknown_graph.pipeline.premise import PremiseSettings
-from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
+from lastknown_graph.testing import ModelCall, ScriptedModel
+from tests.scripted_moves import extracted, moved_out_of_lyon, noted_in
 
 QUESTION = "Which bakery in Lyon is close to where I work in Lyon?"
 LYON_FACTS = ("Lives in Lyon", "Works in Lyon")
 
 
-def facts(*texts: str) -> dict[str, object]:
-    return {"facts": [{"text": t, "topic": t.split()[0].lower(), "kind": "state", "inferred": False,
-                       "evidence": [0]} for t in texts]}
-
-
 def scripted(batch: Callable[[ModelCall], object], premise: float) -> Callable[[ModelCall], object]:
     def respond(call: ModelCall) -> object:
         if call.purpose == "extraction":
-            return facts(*LYON_FACTS) if "Lyon" in call.last_user_message else facts("Lives in Porto", "Works in Porto")
+            return (extracted(*LYON_FACTS) if "Lyon" in call.last_user_message
+                    else extracted("Lives in Porto", "Works in Porto"))
         if call.purpose == "stage1":
             return 0.95
         if call.purpose == "stage2":
@@ -44,17 +41,12 @@ def scripted(batch: Callable[[ModelCall], object], premise: float) -> Callable[[
 
 def memory_with_two_retired_facts(respond: Callable[[ModelCall], object]) -> tuple[ScriptedModel, Memory]:
     model = ScriptedModel(respond, screen_from_stage1=False)
-    memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None),
-                    premise_settings=PremiseSettings(checks="one_call", min_similarity=0.0))
-    memory.write(["I live and work in Lyon."], date="2024-01-10", session="s1")
-    memory.write(["We moved to Porto; I work there now."], date="2024-06-01", session="s2")
-    retired = {e.fact.text for e in memory.history() if e.fact.status is FactStatus.RETIRED}
-    assert retired == set(LYON_FACTS)  # the setup the tests below rely on
-    return model, memory
+    return model, moved_out_of_lyon(model, PremiseSettings(checks="one_call", min_similarity=0.0), LYON_FACTS,
+                                    "I live and work in Lyon.", "We moved to Porto; I work there now.")
 
 
 def noted(notes: list[str]) -> set[str]:
-    return {text for text in LYON_FACTS if any(f'"{text}"' in note for note in notes)}
+    return noted_in(notes, LYON_FACTS)
 
 
 def test_one_call_checks_both_retired_facts_and_notes_the_ones_it_lists() -> None:

@@ -11,19 +11,15 @@ from collections.abc import Callable
 
 import pytest
 
-from lastknown_graph import EmbeddedStore, FactStatus, Memory
+from lastknown_graph import Memory
 from lastknown_graph.llm import LLMUnavailableError
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.prompts.premise import LIST_EXAMPLES, premise_list_messages, read_premise_list_request
-from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
+from lastknown_graph.testing import ModelCall, ScriptedModel
+from tests.scripted_moves import extracted, moved_out_of_lyon, noted_in
 
 QUESTION = "Which bakery in Lyon is close to where I work in Lyon?"
 LYON_FACTS = ("Lives in Lyon", "Works in Lyon", "Rents a flat in Lyon")
-
-
-def facts(*texts: str) -> dict[str, object]:
-    return {"facts": [{"text": t, "topic": t.split()[0].lower(), "kind": "state", "inferred": False,
-                       "evidence": [0]} for t in texts]}
 
 
 def scripted(premise: Callable[[str], float], listed: Callable[[ModelCall], object] | None = None
@@ -32,8 +28,8 @@ def scripted(premise: Callable[[str], float], listed: Callable[[ModelCall], obje
     def respond(call: ModelCall) -> object:
         if call.purpose == "extraction":
             if "Porto" in call.last_user_message:
-                return facts("Lives in Porto", "Works in Porto", "Rents a flat in Porto")
-            return facts(*LYON_FACTS)
+                return extracted("Lives in Porto", "Works in Porto", "Rents a flat in Porto")
+            return extracted(*LYON_FACTS)
         if call.purpose == "stage1":
             return 0.95
         if call.purpose == "stage2":
@@ -51,17 +47,14 @@ def scripted(premise: Callable[[str], float], listed: Callable[[ModelCall], obje
 def memory_with_retired_facts(respond: Callable[[ModelCall], object], *, list_size: int = 3,
                               **model: object) -> tuple[ScriptedModel, Memory]:
     scripted_model = ScriptedModel(respond, **model)  # type: ignore[arg-type]
-    memory = Memory(scripted_model, HashedEmbedder(), "ada", EmbeddedStore(None),
-                    premise_settings=PremiseSettings(checks="listed", min_similarity=0.0, list_size=list_size))
-    memory.write(["I live, rent a flat and work in Lyon."], date="2024-01-10", session="s1")
-    memory.write(["We moved to Porto; I rent a flat and work there now."], date="2024-06-01", session="s2")
-    retired = {e.fact.text for e in memory.history() if e.fact.status is FactStatus.RETIRED}
-    assert retired == set(LYON_FACTS)  # the setup the tests below rely on
-    return scripted_model, memory
+    settings = PremiseSettings(checks="listed", min_similarity=0.0, list_size=list_size)
+    return scripted_model, moved_out_of_lyon(scripted_model, settings, LYON_FACTS,
+                                             "I live, rent a flat and work in Lyon.",
+                                             "We moved to Porto; I rent a flat and work there now.")
 
 
 def noted(notes: list[str]) -> set[str]:
-    return {text for text in LYON_FACTS if any(f'"{text}"' in note for note in notes)}
+    return noted_in(notes, LYON_FACTS)
 
 
 def test_the_prompt_numbers_the_facts_after_the_message_and_varies_its_examples() -> None:
