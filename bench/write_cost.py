@@ -702,7 +702,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--screening", choices=("per_pair", "per_new_fact", "one_call"),
                         help="also run one call at a time with ConflictSettings(screening=...); the settings of "
                              "--stage2-per-new-fact and --stage1-bar-cap then use it too")
-    parser.add_argument("--premise-checks", choices=("per_fact", "listed", "one_call"),
+    parser.add_argument("--premise-checks", choices=("per_fact", "listed", "one_call", "similarity"),
                         help="also run one call at a time with PremiseSettings(checks=...), and --screening with it")
     parser.add_argument("--without-default", action="store_true",
                         help="run only the extra settings (--screening, --stage2-per-new-fact, --stage1-bar-cap), not "

@@ -1,4 +1,5 @@
-"""Premise guard: retired facts close to a message, each checked with "does the message assume this?"."""
+"""Premise guard: retired facts close to a message, each checked with "does the message assume this?" (or, with
+``checks="similarity"``, noted for being close)."""
 
 from __future__ import annotations
 
@@ -44,13 +45,21 @@ class PremiseSettings:
     # 2.1 calls per answer against 3.0 on a user of 100 facts, 3.0 against 5.6 at 1,000 (bench/results/write-cost-
     # premise-list.md); on Qwen2.5-Coder-1.5B it noted all 26 assumed facts of 114 real rows, as per_fact did, and
     # 20 of 88 unassumed ones against 26 (bench/results/premise-list.md). An option until measured on more models.
-    checks: Literal["per_fact", "listed", "one_call"] = "per_fact"
+    # "similarity": no call; a retired fact at cosine notes_at_similarity or more to the message is noted as one it
+    # may assume. On 114 real (STALE question, fact) rows MiniLM's cosine ranks assumed facts as well as
+    # Qwen2.5-Coder-1.5B's per-fact check does (AUC 0.98 against 0.99), and at 0.3 it noted all 26 assumed facts and
+    # 10 of 88 unassumed ones, against the model's 26 at its bar (bench/results/premise-similarity.md).
+    checks: Literal["per_fact", "listed", "one_call", "similarity"] = "per_fact"
     list_size: int = 3
+    notes_at_similarity: float = 0.3
 
     def __post_init__(self) -> None:
         size = self.list_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"list_size must be a positive integer, got {size!r}")
+        bar = self.notes_at_similarity
+        if isinstance(bar, bool) or not isinstance(bar, int | float) or not -1.0 <= bar <= 1.0:
+            raise ValueError(f"notes_at_similarity must be a cosine between -1 and 1, got {bar!r}")
 
 
 def premise_notes(
@@ -64,7 +73,9 @@ def premise_notes(
         if embedding is None:
             [embedding] = embedder.embed([message])
         retired = store.similar_facts(user_id, embedding, settings.candidate_k, frozenset({FactStatus.RETIRED}))
-        nearby = [s.fact for s in retired if s.similarity >= settings.min_similarity]
+        floor = max(settings.min_similarity, settings.notes_at_similarity) if settings.checks == "similarity" \
+            else settings.min_similarity
+        nearby = [s.fact for s in retired if s.similarity >= floor]
         current.set_attribute("lastknown.premise.checked", len(nearby))
         notes = _notes(llm, store, user_id, message, settings, meter, history, nearby)
         current.set_attribute("lastknown.premise.notes", len(notes))
@@ -79,7 +90,12 @@ def _notes(
         return []
     entries = history if history is not None else store.history(user_id)
     replaced_by = {entry.fact.id: entry.replaced_by for entry in entries}
-    assumed = _assumed_in_one_call(llm, message, meter, nearby) if settings.checks == "one_call" else None
+    if settings.checks == "similarity":
+        assumed: list[bool] | None = [True] * len(nearby)  # close enough is the whole test: no call
+    elif settings.checks == "one_call":
+        assumed = _assumed_in_one_call(llm, message, meter, nearby)
+    else:
+        assumed = None
     if assumed is None:
         listed = _listed(llm, message, meter, nearby, settings) if settings.checks == "listed" else [None] * len(nearby)
         unanswered = [index for index, probability in enumerate(listed) if probability is None]
