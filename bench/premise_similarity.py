@@ -17,11 +17,13 @@ answers are the recorded ones.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench._report import invocation, machine_lines, markdown_table, write_generated
 from lastknown_graph.embedders import Embedder, LocalEmbedder
@@ -29,8 +31,10 @@ from lastknown_graph.pipeline.premise import PremiseSettings
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROWS_PATH = BENCH_DIR / "results" / "premise-list" / "rows.jsonl"
+ITEMS_PATH = BENCH_DIR / "results" / "prompt-order" / "stale-pairs" / "premise_items.jsonl"  # each old fact's news
 RESULTS_PATH = BENCH_DIR / "results" / "premise-similarity.md"
 FLOORS = (0.25, 0.3, 0.35, 0.4)
+MARGINS = (0.0, 0.03, 0.05, 0.1)
 
 
 @dataclass(frozen=True)
@@ -43,16 +47,33 @@ class Row:
     p_fact: float
     p_list: float | None
     cosine: float
+    successor_cosine: float  # the question's cosine to the closest fact that replaced this one
+
+    @property
+    def margin(self) -> float:
+        return self.cosine - self.successor_cosine
 
 
-def load_rows(path: Path, embedder: Embedder) -> list[Row]:
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    texts = sorted({record["question"] for record in records} | {r["fact"] for rec in records for r in rec["rows"]})
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_rows(path: Path, items_path: Path, embedder: Embedder) -> list[Row]:
+    records = _lines(path)
+    news: dict[str, set[str]] = {}
+    for item in _lines(items_path):
+        news.setdefault(item["old"], set()).update(item["news"])
+    facts = {row["fact"] for record in records for row in record["rows"]}
+    texts = sorted({record["question"] for record in records} | facts | set().union(*(news[f] for f in facts)))
     vectors = dict(zip(texts, embedder.embed(texts), strict=True))
+
+    def cosine(a: str, b: str) -> float:
+        return float(sum(x * y for x, y in zip(vectors[a], vectors[b], strict=True)))
+
     return [
         Row(question=record["question"], dim=record["dim"], fact=row["fact"], assumed=row["assumed"], own=row["own"],
-            p_fact=row["p_fact"], p_list=row["p_list"],
-            cosine=sum(a * b for a, b in zip(vectors[record["question"]], vectors[row["fact"]], strict=True)))
+            p_fact=row["p_fact"], p_list=row["p_list"], cosine=cosine(record["question"], row["fact"]),
+            successor_cosine=max(cosine(record["question"], successor) for successor in news[row["fact"]]))
         for record in records for row in record["rows"]
     ]
 
@@ -67,6 +88,14 @@ class Policy:
     name: str
     noted: Callable[[Row], bool]
     calls: Callable[[list[Row]], int]  # calls for one question's checked rows
+
+
+def _at_least(floor: float, margin: float | None, row: Row) -> bool:
+    return row.cosine >= floor and (margin is None or row.margin >= margin)
+
+
+def _no_call(checked: list[Row]) -> int:
+    return 0
 
 
 def policies(settings: PremiseSettings) -> list[Policy]:
@@ -85,10 +114,12 @@ def policies(settings: PremiseSettings) -> list[Policy]:
         Policy(f"listed (model, lists of {settings.list_size}, checked at cosine >= {gate})", listed_noted,
                listed_calls),
     ]
-    for floor in FLOORS:
-        marker = " (the default)" if floor == settings.notes_at_similarity else ""
-        found.append(Policy(f"similarity >= {floor}{marker}", lambda row, floor=floor: row.cosine >= floor,
-                            lambda checked: 0))
+    found += [Policy(f"similarity >= {floor}", functools.partial(_at_least, floor, None), _no_call) for floor in FLOORS]
+    floor = settings.notes_at_similarity
+    for margin in MARGINS:
+        marker = " (the default)" if margin == settings.successor_margin else ""
+        found.append(Policy(f"similarity >= {floor}, and >= {margin} above its successor's{marker}",
+                            functools.partial(_at_least, floor, margin), _no_call))
     return found
 
 
@@ -112,7 +143,7 @@ def policy_rows(rows: list[Row], settings: PremiseSettings) -> list[list[object]
     return table
 
 
-def by_dim(rows: list[Row], floor: float, gate: float, bar: float) -> list[list[object]]:
+def by_dim(rows: list[Row], noted: Callable[[Row], bool], gate: float, bar: float) -> list[list[object]]:
     table: list[list[object]] = []
     for dim in sorted({row.dim for row in rows}):
         part = [row for row in rows if row.dim == dim]
@@ -120,8 +151,8 @@ def by_dim(rows: list[Row], floor: float, gate: float, bar: float) -> list[list[
         unassumed = [row for row in part if not row.assumed]
         table.append([
             dim, len({row.question for row in part}),
-            f"{sum(row.cosine >= floor for row in assumed)} / {len(assumed)}",
-            f"{sum(row.cosine >= floor for row in unassumed)} / {len(unassumed)}",
+            f"{sum(noted(row) for row in assumed)} / {len(assumed)}",
+            f"{sum(noted(row) for row in unassumed)} / {len(unassumed)}",
             f"{sum(row.cosine >= gate and row.p_fact >= bar for row in assumed)} / {len(assumed)}",
             f"{sum(row.cosine >= gate and row.p_fact >= bar for row in unassumed)} / {len(unassumed)}",
             f"{min((row.cosine for row in assumed), default=float('nan')):.2f}",
@@ -134,11 +165,14 @@ def report(rows: list[Row], settings: PremiseSettings, command: str) -> str:
     assumed = [row for row in rows if row.assumed]
     unassumed = [row for row in rows if not row.assumed]
     own_unassumed = [row for row in unassumed if row.own]
+    def ranked(name: str, score: Callable[[Row], float]) -> list[object]:
+        return [name, f"{auc([score(r) for r in assumed], [score(r) for r in unassumed]):.3f}",
+                f"{auc([score(r) for r in assumed], [score(r) for r in own_unassumed]):.3f}"]
+
     ranking = [
-        ["MiniLM cosine (question, fact)", f"{auc([r.cosine for r in assumed], [r.cosine for r in unassumed]):.3f}",
-         f"{auc([r.cosine for r in assumed], [r.cosine for r in own_unassumed]):.3f}"],
-        ["Qwen2.5-Coder-1.5B, one call per fact", f"{auc([r.p_fact for r in assumed], [r.p_fact for r in unassumed]):.3f}",
-         f"{auc([r.p_fact for r in assumed], [r.p_fact for r in own_unassumed]):.3f}"],
+        ranked("MiniLM cosine (question, fact) minus (question, successor)", lambda row: row.margin),
+        ranked("MiniLM cosine (question, fact)", lambda row: row.cosine),
+        ranked("Qwen2.5-Coder-1.5B, one call per fact", lambda row: row.p_fact),
     ]
     lines = [
         "## Setup", "",
@@ -149,21 +183,25 @@ def report(rows: list[Row], settings: PremiseSettings, command: str) -> str:
         f"not assume it), {len(unassumed) - len(own_unassumed)} other items' facts.",
         f"- Memory settings: `PremiseSettings()` (min_similarity {settings.min_similarity}, assumes_at_least "
         f"{settings.assumes_at_least}, list_size {settings.list_size}, notes_at_similarity "
-        f"{settings.notes_at_similarity}).",
+        f"{settings.notes_at_similarity}, successor_margin {settings.successor_margin}).",
+        "- Successor: the fact that replaced the retired one in its STALE item (`prompt-order/stale-pairs/"
+        "premise_items.jsonl`, its `news`); the memory compares the question with the texts of the facts that "
+        "replaced a retired fact the same way.",
         "", "## Ranking (AUC)", "",
         *markdown_table(["score", "all rows", "against the unassumed own facts"], ranking),
         "", "## Notes as the memory would make them", "",
         "Calls: the premise calls per question (the answer's own call not counted).", "",
         *markdown_table(["checks", "assumed noted", "own unassumed noted", "others noted", "calls per question"],
                         policy_rows(rows, settings)),
-        "", f"## By question form (similarity >= {settings.notes_at_similarity} against per_fact)", "",
+        "", "## By question form (the default similarity rule against per_fact)", "",
         "dim1 asks whether the old fact still holds, dim2 asks for help that takes it for granted, dim3 asks about the "
         "same part of life without assuming it.", "",
         *markdown_table(["dim", "questions", "similarity: assumed noted", "similarity: unassumed noted",
                          "per_fact: assumed noted", "per_fact: unassumed noted", "lowest assumed cosine",
                          "highest unassumed cosine"],
-                        by_dim(rows, settings.notes_at_similarity, settings.min_similarity,
-                               settings.assumes_at_least)),
+                        by_dim(rows, functools.partial(_at_least, settings.notes_at_similarity,
+                                                       settings.successor_margin),
+                               settings.min_similarity, settings.assumes_at_least)),
         "", "## Machine", "", *machine_lines(),
     ]
     return "\n".join(lines)
@@ -172,9 +210,10 @@ def report(rows: list[Row], settings: PremiseSettings, command: str) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.premise_similarity", description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=Path, default=ROWS_PATH, help="the recorded premise rows")
+    parser.add_argument("--items", type=Path, default=ITEMS_PATH, help="the STALE premise items (each old fact's news)")
     parser.add_argument("--out", type=Path, default=RESULTS_PATH)
     args = parser.parse_args(argv)
-    rows = load_rows(args.rows, LocalEmbedder())
+    rows = load_rows(args.rows, args.items, LocalEmbedder())
     text = report(rows, PremiseSettings(), invocation("python -m bench.premise_similarity", argv))
     write_generated(args.out, "Premise notes from similarity alone", text)
     print(text)

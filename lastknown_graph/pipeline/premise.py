@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from lastknown_graph import tracing
-from lastknown_graph.domain.models import Fact, FactStatus, HistoryEntry
+from lastknown_graph.domain.models import Fact, FactStatus, HistoryEntry, ScoredFact
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import ChatModel, LLMOutputError, UsageMeter, concurrency_of
 from lastknown_graph.pipeline.fan_out import in_order, in_parts
@@ -52,6 +53,10 @@ class PremiseSettings:
     checks: Literal["per_fact", "listed", "one_call", "similarity"] = "per_fact"
     list_size: int = 3
     notes_at_similarity: float = 0.3
+    # ... and at least this much closer to the message than any fact that replaced it: a message about that part of
+    # life in general is about as close to the old state as to the new one (a user with a long diet history asking
+    # about meals), a message that takes the old state for granted names it.
+    successor_margin: float = 0.0
 
     def __post_init__(self) -> None:
         size = self.list_size
@@ -60,6 +65,9 @@ class PremiseSettings:
         bar = self.notes_at_similarity
         if isinstance(bar, bool) or not isinstance(bar, int | float) or not -1.0 <= bar <= 1.0:
             raise ValueError(f"notes_at_similarity must be a cosine between -1 and 1, got {bar!r}")
+        margin = self.successor_margin
+        if isinstance(margin, bool) or not isinstance(margin, int | float) or not -2.0 <= margin <= 2.0:
+            raise ValueError(f"successor_margin must be a difference of cosines (-2 to 2), got {margin!r}")
 
 
 def premise_notes(
@@ -73,13 +81,41 @@ def premise_notes(
         if embedding is None:
             [embedding] = embedder.embed([message])
         retired = store.similar_facts(user_id, embedding, settings.candidate_k, frozenset({FactStatus.RETIRED}))
-        floor = max(settings.min_similarity, settings.notes_at_similarity) if settings.checks == "similarity" \
-            else settings.min_similarity
-        nearby = [s.fact for s in retired if s.similarity >= floor]
+        if settings.checks == "similarity":
+            close = [s for s in retired if s.similarity >= max(settings.min_similarity, settings.notes_at_similarity)]
+            entries = _history(store, user_id, history) if close else []
+            nearby = _closer_than_successors(embedder, embedding, close, entries, settings.successor_margin)
+        else:
+            nearby = [s.fact for s in retired if s.similarity >= settings.min_similarity]
         current.set_attribute("lastknown.premise.checked", len(nearby))
         notes = _notes(llm, store, user_id, message, settings, meter, history, nearby)
         current.set_attribute("lastknown.premise.notes", len(notes))
         return notes
+
+
+def _history(store: Store, user_id: str, history: Sequence[HistoryEntry] | None) -> Sequence[HistoryEntry]:
+    return history if history is not None else store.history(user_id)
+
+
+def _closer_than_successors(
+    embedder: Embedder, embedding: Sequence[float], close: list[ScoredFact], entries: Sequence[HistoryEntry],
+    margin: float,
+) -> list[Fact]:
+    """The close retired facts at least ``margin`` closer to the message than every fact that replaced them (one
+    embedder call for those facts' texts; a fact nothing replaced is kept)."""
+    replaced_by = {entry.fact.id: entry.replaced_by for entry in entries}
+    successors = sorted({link.fact_text for scored in close for link in replaced_by.get(scored.fact.id, ())})
+    vectors = dict(zip(successors, embedder.embed(successors), strict=True)) if successors else {}
+    similarity = {text: _cosine(embedding, vector) for text, vector in vectors.items()}
+    return [
+        scored.fact for scored in close
+        if all(scored.similarity - similarity[link.fact_text] >= margin for link in replaced_by.get(scored.fact.id, ()))
+    ]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0
 
 
 def _notes(
@@ -88,10 +124,10 @@ def _notes(
 ) -> list[str]:
     if not nearby:
         return []
-    entries = history if history is not None else store.history(user_id)
+    entries = _history(store, user_id, history)
     replaced_by = {entry.fact.id: entry.replaced_by for entry in entries}
     if settings.checks == "similarity":
-        assumed: list[bool] | None = [True] * len(nearby)  # close enough is the whole test: no call
+        assumed: list[bool] | None = [True] * len(nearby)  # chosen by similarity already: no call
     elif settings.checks == "one_call":
         assumed = _assumed_in_one_call(llm, message, meter, nearby)
     else:

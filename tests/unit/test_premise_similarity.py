@@ -1,5 +1,6 @@
 """Premise notes from similarity alone (``PremiseSettings.checks="similarity"``): no model call, and a retired fact is
-noted exactly when its cosine to the message reaches ``notes_at_similarity``.
+noted exactly when its cosine to the message reaches ``notes_at_similarity`` and exceeds the cosine of every fact that
+replaced it by ``successor_margin``.
 
 Every model answer is scripted (``ScriptedModel`` is a test double, not a model) and the embedder is the hashed test
 embedder: these tests check the rule, not how well MiniLM's cosine tells assumed facts (bench/results/
@@ -31,18 +32,23 @@ def respond(call: ModelCall) -> object:
     return "Scripted answer."
 
 
-def moved_memory(notes_at_similarity: float) -> tuple[ScriptedModel, Memory]:
+def moved_memory(notes_at_similarity: float, successor_margin: float = -2.0) -> tuple[ScriptedModel, Memory]:
     model = ScriptedModel(respond)
-    settings = PremiseSettings(checks="similarity", min_similarity=-1.0, notes_at_similarity=notes_at_similarity)
+    settings = PremiseSettings(checks="similarity", min_similarity=-1.0, notes_at_similarity=notes_at_similarity,
+                               successor_margin=successor_margin)
     return model, moved_out_of_lyon(model, settings, LYON_FACTS, "I live, rent a flat and work in Lyon.",
                                     "We moved to Porto; I rent a flat and work there now.")
 
 
-def cosines_to_question(memory: Memory) -> dict[str, float]:
-    [question] = memory.embedder.embed([QUESTION])
-    vectors = memory.embedder.embed(list(LYON_FACTS))
+def cosines_to(memory: Memory, message: str, texts: tuple[str, ...]) -> dict[str, float]:
+    [question] = memory.embedder.embed([message])
+    vectors = memory.embedder.embed(list(texts))
     return {text: sum(a * b for a, b in zip(question, vector, strict=True))
-            for text, vector in zip(LYON_FACTS, vectors, strict=True)}
+            for text, vector in zip(texts, vectors, strict=True)}
+
+
+def cosines_to_question(memory: Memory) -> dict[str, float]:
+    return cosines_to(memory, QUESTION, LYON_FACTS)
 
 
 def test_every_retired_fact_at_the_bar_is_noted_without_a_call() -> None:
@@ -65,6 +71,19 @@ def test_a_fact_below_the_bar_is_not_noted() -> None:
     assert memory.premise_notes(QUESTION) == []
 
 
+@pytest.mark.parametrize("message", [QUESTION, "Which bakery in Porto is close to where I work in Porto?"])
+def test_a_fact_its_successor_is_closer_to_is_not_noted(message: str) -> None:
+    _, memory = moved_memory(-1.0, successor_margin=0.0)
+    successors = {e.fact.text: [link.fact_text for link in e.replaced_by] for e in memory.history()
+                  if e.fact.text in LYON_FACTS}
+    old = cosines_to(memory, message, LYON_FACTS)
+    new = cosines_to(memory, message, tuple({text for texts in successors.values() for text in texts}))
+    closer_to_old = {text for text in LYON_FACTS if all(old[text] >= new[later] for later in successors[text])}
+    # What the messages are for: one names the old city, one the new (the hashed embedder counts shared words).
+    assert (len(closer_to_old) >= 2) if "Lyon" in message else (closer_to_old == set())
+    assert noted_in(memory.premise_notes(message), LYON_FACTS) == closer_to_old
+
+
 def test_an_answer_costs_one_call() -> None:
     model, memory = moved_memory(-1.0)
     calls_before = len(model.calls)
@@ -77,3 +96,9 @@ def test_an_answer_costs_one_call() -> None:
 def test_the_bar_must_be_a_cosine(bar: object) -> None:
     with pytest.raises(ValueError, match="notes_at_similarity"):
         PremiseSettings(notes_at_similarity=bar)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("margin", [2.5, -2.01, True, "0", float("nan")])
+def test_the_margin_must_be_a_difference_of_cosines(margin: object) -> None:
+    with pytest.raises(ValueError, match="successor_margin"):
+        PremiseSettings(successor_margin=margin)  # type: ignore[arg-type]
