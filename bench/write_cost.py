@@ -624,9 +624,12 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
         "",
         "## Per answer",
         "",
-        "Calls per `ask()`: one answer plus the premise checks of the retired facts close to the question: one "
-        "one-token check per fact (\"premise\", the default), or, with two or more such facts and "
-        "`PremiseSettings.checks=\"one_call\"`, one batched call (\"premise batch\").",
+        "Calls per `ask()`: one answer plus the premise checks of the retired facts close to the question "
+        "(`PremiseSettings.checks`): none with \"similarity\" (the library's default since 2026-12-04, which notes "
+        "a close retired fact without a call); one one-token check per fact with \"per_fact\" (\"premise\", the "
+        "default before); three facts to a call with \"listed\" (\"premise list\"); one batched call for two or "
+        "more facts with \"one_call\" (\"premise batch\"). The setting of each row is in its name or, for "
+        "`sequential`, the library's default at the commit measured.",
         "",
         *markdown_table(["library", "setting", "user facts", "asks", "calls per ask", "premise", "premise list",
                          "premise batch",

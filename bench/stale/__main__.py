@@ -128,10 +128,11 @@ def parser() -> argparse.ArgumentParser:
                     help="memory: ConflictSettings.screening (default per_pair, the library's: one stage-1 call per "
                          "pair, with its P(still true) recorded; per_new_fact: one stage-1 call per new fact, each "
                          "candidate's P(still true) read from its own line; one_call: one screening call per write)")
-    go.add_argument("--premise-checks", choices=("per_fact", "listed", "one_call", "similarity"), default="per_fact",
-                    help="memory: PremiseSettings.checks (default per_fact, the library's: one one-token check per "
-                         "close retired fact; listed: three to a call, one line each; similarity: no call, the retired "
-                         "facts at PremiseSettings.notes_at_similarity or closer are noted)")
+    go.add_argument("--premise-checks", choices=("per_fact", "listed", "one_call", "similarity"),
+                    default=PremiseSettings().checks,
+                    help=f"memory: PremiseSettings.checks (default {PremiseSettings().checks}, the library's; "
+                         "similarity: no call, a close retired fact closer than what replaced it is noted; per_fact: "
+                         "one one-token check per close retired fact; listed: three to a call, one line each)")
     go.add_argument("--retry-errors", action="store_true", help="rerun scenarios recorded with a system or judge error")
     go.add_argument("--no-progress", action="store_true", help="no progress bar")
     go.add_argument("--verbose", action="store_true", help="the library's INFO log (what the client fell back to)")

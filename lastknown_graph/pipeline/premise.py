@@ -33,29 +33,26 @@ class PremiseSettings:
     candidate_k: int = 5
     # Below this cosine a retired fact has nothing to do with the message.
     min_similarity: float = 0.2
-    # P("the message assumes it") at or above which the model is told what changed.
+    # How the close retired facts are judged. "similarity" (the default): no call, a retired fact is noted when it is
+    # at least notes_at_similarity close to the message and closer than every fact that replaced it (by
+    # successor_margin). The model's checks: "per_fact", one one-token call per fact; "listed", calls of at most
+    # list_size facts, one numbered line each, each line's P(Yes) read from its logprobs (a line not answered, or a
+    # server without logprobs: per fact); "one_call", one JSON call that lists the assumed ones (one fact alone keeps
+    # its one-token check). On 114 real (STALE question, retired fact) rows, checked as the memory checks them
+    # (bench/results/premise-similarity.md): similarity noted all 26 assumed facts and 7 of 88 unassumed ones with
+    # no call; Qwen2.5-Coder-1.5B per fact all 26 and 8, at 1.4 calls per question; listed all 26 and 9, at 1.0. On
+    # the scripted mature users an answer costs 1.0 call against 3.0 (100 facts) and 5.6 (1,000 facts) per fact, with
+    # every note the script asks for and 6 (100) to 13 (1,000) more, retired facts on the question's topic
+    # (bench/results/write-cost-premise-similarity.md). The model's checks are for a model that judges better than
+    # a 1.5B one, not measured here; "one_call" is list-shaped like the write's screen, which that model answered
+    # with empty lists only (bench/results/screen-recall.md).
+    checks: Literal["per_fact", "listed", "one_call", "similarity"] = "similarity"
+    # P("the message assumes it") at or above which the model's checks note a fact.
     assumes_at_least: float = 0.5
-    # "one_call": two or more close retired facts are checked in one JSON call that lists the assumed ones
-    # (prompts/premise.py); one fact keeps its one-token check. "per_fact": one one-token call per fact. On the
-    # scripted suites both give the same notes, one_call with 1.9 calls per answer on a user of 100 facts
-    # against 3.0 (bench/results/write-cost.md). Not measured on a real model; the one real model here answered the
-    # write's list-shaped screen with empty lists only (bench/results/screen-recall.md), so per_fact is the default
-    # until a list-shaped call is measured on a model that can answer it.
-    # "listed": the close retired facts in calls of at most list_size, one numbered line each, each line's P(Yes)
-    # read from its logprobs (prompts/premise.py; a line not answered, or a server without logprobs: per fact):
-    # 2.1 calls per answer against 3.0 on a user of 100 facts, 3.0 against 5.6 at 1,000 (bench/results/write-cost-
-    # premise-list.md); on Qwen2.5-Coder-1.5B it noted all 26 assumed facts of 114 real rows, as per_fact did, and
-    # 20 of 88 unassumed ones against 26 (bench/results/premise-list.md). An option until measured on more models.
-    # "similarity": no call; a retired fact at cosine notes_at_similarity or more to the message is noted as one it
-    # may assume. On 114 real (STALE question, fact) rows MiniLM's cosine ranks assumed facts as well as
-    # Qwen2.5-Coder-1.5B's per-fact check does (AUC 0.98 against 0.99), and at 0.3 it noted all 26 assumed facts and
-    # 10 of 88 unassumed ones, against the model's 26 at its bar (bench/results/premise-similarity.md).
-    checks: Literal["per_fact", "listed", "one_call", "similarity"] = "per_fact"
     list_size: int = 3
     notes_at_similarity: float = 0.3
-    # ... and at least this much closer to the message than any fact that replaced it: a message about that part of
-    # life in general is about as close to the old state as to the new one (a user with a long diet history asking
-    # about meals), a message that takes the old state for granted names it.
+    # A message about that part of life in general is about as close to the old state as to the new one (a user with
+    # a long diet history asking about meals); a message that takes the old state for granted names it.
     successor_margin: float = 0.0
 
     def __post_init__(self) -> None:

@@ -26,6 +26,7 @@ from lastknown_graph import AsyncMemory, EmbeddedStore, LLMUnavailableError, Mem
 from lastknown_graph.domain.models import SessionWrite, WriteOutcome
 from lastknown_graph.llm import LLM
 from lastknown_graph.pipeline.conflicts import ConflictSettings
+from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel, failing
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from lastknown_graph.tracing import pseudonym
@@ -227,15 +228,18 @@ def test_one_write_is_one_span_tree_with_counts_and_no_user_text(
     assert leaks(finished) == []
 
 
-def test_one_ask_is_one_span_tree_with_the_premise_guard(spans: Any, memory: Memory) -> None:
+@pytest.mark.parametrize("checks", ["similarity", "per_fact"])
+def test_one_ask_is_one_span_tree_with_the_premise_guard(spans: Any, memory: Memory, checks: str) -> None:
+    memory.premise_settings = PremiseSettings(checks=checks)  # type: ignore[arg-type]
     memory.write([PORTO], date="2024-05-20", session=SESSION)
     spans.clear()
     answer = memory.ask(QUESTION)
     finished = spans.get_finished_spans()
 
+    asked = [chat("premise")] if checks == "per_fact" else []  # similarity notes without a call
     assert tree(finished) == [
         ("lastknown.ask", None, [
-            ("lastknown.premise", None, [chat("premise")]),
+            ("lastknown.premise", None, asked),
             chat("answer"),
         ]),
     ]
@@ -246,13 +250,13 @@ def test_one_ask_is_one_span_tree_with_the_premise_guard(spans: Any, memory: Mem
         "lastknown.ask.premise_notes": 1,
         "lastknown.ask.history_entries": 2,
         "lastknown.ask.quoted_turns": 1,
-        "lastknown.usage.calls": 2,
+        "lastknown.usage.calls": 1 + len(asked),
         "lastknown.usage.input_tokens": answer.usage.total.prompt_tokens,
         "lastknown.usage.output_tokens": answer.usage.total.completion_tokens,
     }
     [premise] = named(finished, "lastknown.premise")
     assert premise.attributes == {"lastknown.premise.checked": 1, "lastknown.premise.notes": 1}
-    [_, reply] = named(finished, "chat")
+    [*_, reply] = named(finished, "chat")
     assert reply.attributes["gen_ai.request.max_tokens"] == 400
     assert leaks(finished) == []
 
