@@ -1,6 +1,6 @@
 // name: lock_user
-// purpose: take an existing user's write lock (no change to the graph) so deletions serialise with writes
-//          for the same user; returns no row for an unknown user.
+// purpose: take an existing user's write lock (no change to the graph) so deletions and exports serialise with
+//          writes for the same user (an export then never sees a commit in part); returns no row for an unknown user.
 // parameters: $user_id (string)
 // example: :param user_id => "alice"
 MATCH (u:User {id: $user_id})

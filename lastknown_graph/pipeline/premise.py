@@ -1,5 +1,6 @@
-"""Premise guard: retired facts close to a message, each checked with "does the message assume this?" (or, with
-``checks="similarity"``, noted for being close)."""
+"""Premise guard: the retired facts a message may take for granted. By default those close to the message and closer
+to it than what replaced them, without a model call; with the model's checks, each close one asked about ("does the
+message assume this?")."""
 
 from __future__ import annotations
 
@@ -80,8 +81,8 @@ def premise_notes(
         retired = store.similar_facts(user_id, embedding, settings.candidate_k, frozenset({FactStatus.RETIRED}))
         if settings.checks == "similarity":
             close = [s for s in retired if s.similarity >= max(settings.min_similarity, settings.notes_at_similarity)]
-            entries = _history(store, user_id, history) if close else []
-            nearby = _closer_than_successors(embedder, embedding, close, entries, settings.successor_margin)
+            history = _history(store, user_id, history) if close else history  # read once, for both steps
+            nearby = _closer_than_successors(embedder, embedding, close, history or [], settings.successor_margin)
         else:
             nearby = [s.fact for s in retired if s.similarity >= settings.min_similarity]
         current.set_attribute("lastknown.premise.checked", len(nearby))

@@ -693,7 +693,8 @@ class Neo4jStore:
         reads was not enough (a clean-clone CI run saw an export with no current fact while a retirement was
         being applied, with the same revision on both sides). So the export takes the user's write lock, the
         one every write takes first: a write in flight finishes (and its commit is applied) before the export
-        reads, and the next one waits until the export has read. Exports are rare; writes wait for one at most.
+        reads, and the next one waits until the export has read. Exports are rare; writes wait for one at most. Taking
+        the lock needs a database user allowed to write.
         """
         check_identifier(user_id)
 
