@@ -14,7 +14,9 @@ def write(path: Path, document: dict[str, object]) -> None:
 
 def test_each_figure_comes_from_its_results_file_with_that_file_named(tmp_path: Path) -> None:
     write(tmp_path / "write-cost.json", {"command": "python -m bench.write_cost", "calls_per_write_user100": 3.4,
-                                         "calls_per_ask_user100": 1.1, "concurrent_over_sequential_write_wall": 0.33})
+                                         "calls_per_ask_user100": 9.9, "concurrent_over_sequential_write_wall": 0.33})
+    write(tmp_path / "write-cost-premise-default.json", {"command": "python -m bench.write_cost --compare x",
+                                                         "calls_per_ask_user100": 1.1})
     write(tmp_path / "embedded-write.json", {"command": "python -m bench.embedded_write",
                                              "embedded_write_p50_ratio_100k_over_1k": 0.99})
     write(tmp_path / "write-cost-real.json", {"command": "real", "write_wall_s_user100_real": 180.5})
@@ -26,6 +28,7 @@ def test_each_figure_comes_from_its_results_file_with_that_file_named(tmp_path: 
     }
     assert found["sources"]["write_wall_s_user100_real"] == {"file": "bench/results/write-cost-real.json",
                                                             "command": "real"}
+    assert found["sources"]["calls_per_ask_user100"]["file"] == "bench/results/write-cost-premise-default.json"
     assert found["sources"]["evaluated_prompt_tokens_per_write_user100"]["missing"] == (
         "write-cost-real.json has no evaluated_prompt_tokens_per_write_user100")
 
