@@ -26,6 +26,7 @@ from bench.pipeline_cost import TimedLLM
 from lastknown_graph.domain.models import FactKind, FactStatus, UserExport
 from lastknown_graph.memory import Memory
 from lastknown_graph.pipeline.conflicts import ConflictSettings, find_candidates
+from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import Store
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, ScriptedLLMServer, still_true
@@ -186,9 +187,13 @@ def measure_point(harness: Harness, result: PointResult, store: Store, index_sto
     database with the vector index forced (exact_scan_max_facts=0), or None for the embedded store."""
     timed = TimedStore(store)
     llm, embedder = harness.llm, harness.embedder
-    memories = {u.user_id: Memory(llm, embedder, u.user_id, timed) for u in group}
-    index_memories = ({u.user_id: Memory(llm, embedder, u.user_id, index_store) for u in group}
-                      if index_store is not None else {})
+    # The premise lookup is timed with the model's per-fact check, LLM excluded: the graph side (the retired facts
+    # near the question, then the history) is the same as the default similarity notes', which would also embed the
+    # successors' texts, which this bench's synthetic lookup embedder does not hold (and embedder time is excluded).
+    premise = PremiseSettings(checks="per_fact")
+    memories = {u.user_id: Memory(llm, embedder, u.user_id, timed, premise_settings=premise) for u in group}
+    index_memories = ({u.user_id: Memory(llm, embedder, u.user_id, index_store, premise_settings=premise)
+                       for u in group} if index_store is not None else {})
     truths = {u.user_id: Truth.of(store.export_user(u.user_id)) for u in group}
     settings = ConflictSettings()
     stores: dict[str, Store] = {"exact": store} | ({"index": index_store} if index_store is not None else {})
