@@ -85,6 +85,20 @@ def extracted(*texts: str) -> dict[str, object]:
                        "evidence": [0]} for text in texts]}
 
 
+def moved_out_of_lyon_answer(call: ModelCall, lyon_facts: tuple[str, ...]) -> object | None:
+    """The write's answers for ``moved_out_of_lyon``: ``lyon_facts`` extracted from a conversation that does not name
+    Porto, the same facts in Porto from one that does; every pair kept at stage 1's P(Yes) 0.95 (flagged) and retired
+    at stage 2. None for any other purpose, which the test scripts."""
+    if call.purpose == "extraction":
+        porto = "Porto" in call.last_user_message
+        return extracted(*(text.replace("Lyon", "Porto") if porto else text for text in lyon_facts))
+    if call.purpose == "stage1":
+        return 0.95
+    if call.purpose == "stage2":
+        return {"reasoning": "scripted", "verdict": "no_longer_true"}
+    return None
+
+
 def moved_out_of_lyon(model: ScriptedModel, premise_settings: PremiseSettings, lyon_facts: tuple[str, ...],
                       said_in_lyon: str, said_in_porto: str) -> Memory:
     """A memory whose user said ``said_in_lyon``, then ``said_in_porto``, which retired every one of ``lyon_facts``

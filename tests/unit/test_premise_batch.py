@@ -15,7 +15,7 @@ from lastknown_graph import Memory
 from lastknown_graph.llm import LLMOutputError
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.testing import ModelCall, ScriptedModel
-from tests.scripted_moves import extracted, moved_out_of_lyon, noted_in
+from tests.scripted_moves import moved_out_of_lyon, moved_out_of_lyon_answer, noted_in
 
 QUESTION = "Which bakery in Lyon is close to where I work in Lyon?"
 LYON_FACTS = ("Lives in Lyon", "Works in Lyon")
@@ -23,13 +23,9 @@ LYON_FACTS = ("Lives in Lyon", "Works in Lyon")
 
 def scripted(batch: Callable[[ModelCall], object], premise: float) -> Callable[[ModelCall], object]:
     def respond(call: ModelCall) -> object:
-        if call.purpose == "extraction":
-            return (extracted(*LYON_FACTS) if "Lyon" in call.last_user_message
-                    else extracted("Lives in Porto", "Works in Porto"))
-        if call.purpose == "stage1":
-            return 0.95
-        if call.purpose == "stage2":
-            return {"reasoning": "scripted", "verdict": "no_longer_true"}
+        moved = moved_out_of_lyon_answer(call, LYON_FACTS)
+        if moved is not None:
+            return moved
         if call.purpose == "premise_batch":
             return batch(call)
         if call.purpose == "premise":

@@ -16,7 +16,7 @@ from lastknown_graph.llm import LLMUnavailableError
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.prompts.premise import LIST_EXAMPLES, premise_list_messages, read_premise_list_request
 from lastknown_graph.testing import ModelCall, ScriptedModel
-from tests.scripted_moves import extracted, moved_out_of_lyon, noted_in
+from tests.scripted_moves import moved_out_of_lyon, moved_out_of_lyon_answer, noted_in
 
 QUESTION = "Which bakery in Lyon is close to where I work in Lyon?"
 LYON_FACTS = ("Lives in Lyon", "Works in Lyon", "Rents a flat in Lyon")
@@ -26,14 +26,9 @@ def scripted(premise: Callable[[str], float], listed: Callable[[ModelCall], obje
              ) -> Callable[[ModelCall], object]:
     """``premise``: P(assumed) by the fact's text; ``listed``: the answer to a list call when the test scripts it."""
     def respond(call: ModelCall) -> object:
-        if call.purpose == "extraction":
-            if "Porto" in call.last_user_message:
-                return extracted("Lives in Porto", "Works in Porto", "Rents a flat in Porto")
-            return extracted(*LYON_FACTS)
-        if call.purpose == "stage1":
-            return 0.95
-        if call.purpose == "stage2":
-            return {"reasoning": "scripted", "verdict": "no_longer_true"}
+        moved = moved_out_of_lyon_answer(call, LYON_FACTS)
+        if moved is not None:
+            return moved
         if call.purpose == "premise_list" and listed is not None:
             return listed(call)
         if call.purpose == "premise":

@@ -14,22 +14,15 @@ import pytest
 from lastknown_graph import Memory
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.testing import ModelCall, ScriptedModel
-from tests.scripted_moves import extracted, moved_out_of_lyon, noted_in
+from tests.scripted_moves import moved_out_of_lyon, moved_out_of_lyon_answer, noted_in
 
 QUESTION = "Which bakery in Lyon is close to where I work in Lyon?"
 LYON_FACTS = ("Lives in Lyon", "Works in Lyon", "Rents a flat in Lyon")
 
 
 def respond(call: ModelCall) -> object:
-    if call.purpose == "extraction":
-        if "Porto" in call.last_user_message:
-            return extracted("Lives in Porto", "Works in Porto", "Rents a flat in Porto")
-        return extracted(*LYON_FACTS)
-    if call.purpose == "stage1":
-        return 0.95
-    if call.purpose == "stage2":
-        return {"reasoning": "scripted", "verdict": "no_longer_true"}
-    return "Scripted answer."
+    moved = moved_out_of_lyon_answer(call, LYON_FACTS)
+    return "Scripted answer." if moved is None else moved
 
 
 def moved_memory(notes_at_similarity: float, successor_margin: float = -2.0) -> tuple[ScriptedModel, Memory]:
