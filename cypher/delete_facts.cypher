@@ -2,7 +2,8 @@
 // purpose: forget facts of a user: delete them with every edge (and so their embeddings and vector index
 //          entries), and remove the text of the messages they came from. Facts they superseded stay retired.
 //          Reasons of retirements (rejected ones too) and disputes decided in a session whose messages were redacted may quote those
-//          messages, so they are replaced by $redacted_reason.
+//          messages, so they are replaced by $redacted_reason. A session whose messages were redacted loses its
+//          digest: a hash of forgotten words would confirm a guess of them.
 // parameters: $user_id (string), $fact_ids (list of strings), $redacted_reason (string)
 // example: :param user_id => "alice"; :param fact_ids => ["f-1"]
 MATCH (f:Fact)
@@ -13,6 +14,11 @@ FOREACH (m IN messages | SET m.text = null, m.redacted = true)
 WITH facts, [f IN facts | f.id] AS deleted, [m IN messages | m.id] AS redacted,
      [m IN messages | m.session_id] AS sessions
 FOREACH (f IN facts | DETACH DELETE f)
+WITH deleted, redacted, sessions
+OPTIONAL MATCH (s:Session {user_id: $user_id})
+WHERE s.id IN sessions
+WITH deleted, redacted, sessions, collect(s) AS forgotten_sessions
+FOREACH (s IN forgotten_sessions | SET s.digest = null)
 WITH deleted, redacted, sessions
 OPTIONAL MATCH (:Fact)-[r:SUPERSEDES|CONTRADICTS|SUPERSEDES_REJECTED]->(:Fact {user_id: $user_id})
 WHERE r.session_id IN sessions

@@ -12,13 +12,16 @@ submitted, under the job ids it had; a write that had committed before the proce
 (``Memory.write`` is idempotent per session id: same session, same words, nothing changes) and is not stored twice.
 
 Failures are never silent: each is logged at ERROR, handed to ``on_failure`` with the words that were not stored,
-kept in ``status()``, and raised by the write's ``PendingWrite``. A failure that passes (the model's server or the
-database unreachable after their own retries) keeps its words, in the spool too, for ``retry()`` or the next start;
-any other failure (a session id already written with other words, output no model retry fixes, a bug) would fail
-the same way again, so its spool file is deleted and the failure stays in the status and the log.
+kept in ``status()``, and raised by the write's ``PendingWrite``. A failure known to be for good (a session id already
+written with other words, output no model retry fixed) would fail the same way again, so its spool file is deleted
+and the failure stays in the status and the log; any other failure may pass (the model's server or the database
+unreachable, a fact erased by another process while the write was planned, even a bug that a new version fixes) and
+keeps its words, in the spool too, for ``retry()`` or the next start.
 
 A spool file holds the user's words, so erasing through the writer (``forget``, ``forget_about``, ``delete_user``)
-reaches it: the user's writes that are not written yet are dropped with their files, and the report names them.
+reaches it: the user's writes that are not written yet are dropped with their files (deleted before the store
+erases, so a crash in between cannot bring them back), and the report names them. A spooled write whose session was
+undone after the write was accepted is not written again.
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ from lastknown_graph.errors import (
     InvalidInputError,
     LastknownError,
     SpoolError,
-    StoreUnavailableError,
     TooManyWritesError,
     UnknownJobError,
     WaitTimeoutError,
@@ -54,7 +56,7 @@ from lastknown_graph.errors import (
     WriterClosedError,
     error_line,
 )
-from lastknown_graph.llm import LLMUnavailableError
+from lastknown_graph.llm import LLMOutputError
 from lastknown_graph.memory import Memory
 from lastknown_graph.reader import (
     DEFAULT_FORGET_THRESHOLD,
@@ -68,9 +70,10 @@ logger = logging.getLogger(__name__)
 
 MAX_PENDING_WRITES = 100  # beyond this the conversations come faster than the model writes them: say so
 MAX_FINISHED_JOBS = 1000  # finished jobs kept for status(); the oldest are forgotten first
-# Failures that pass: the server was unreachable after the client's own retries. Anything else (the model's output,
-# a session written with other words, a schema mismatch, a bug) fails the same way when the write runs again.
-PASSING_FAILURES: tuple[type[Exception], ...] = (LLMUnavailableError, StoreUnavailableError)
+# Failures known to be for good: the input (a session already written with other words) or the model's output, which
+# the client's own retries did not fix. Every other failure, a bug or an untyped error included, may pass (a server
+# unreachable, a fact deleted by another process while the write was planned), so its words are kept.
+PERMANENT_FAILURES: tuple[type[Exception], ...] = (InvalidInputError, LLMOutputError)
 
 SPOOL_SUFFIX = ".write.json"
 SPOOL_LOCK = ".lock"
@@ -161,22 +164,46 @@ class _Spool:
     def put(self, entry: SpooledWrite) -> Path:
         """The entry as a file, on disk (fsynced, then renamed into place) before this returns."""
         final = self.directory / f"{self._next:0{SPOOL_DIGITS}d}{SPOOL_SUFFIX}"
-        temp = self.directory / f"{SPOOL_TEMP_PREFIX}{final.name}"
         try:
-            descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the user's words
-            with os.fdopen(descriptor, "wb") as file:
-                file.write(entry.model_dump_json().encode("utf-8"))
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp, final)
-            fsync_directory(self.directory)
+            self._place(final, entry.model_dump_json().encode("utf-8"))
         except OSError as exc:
-            temp.unlink(missing_ok=True)
             final.unlink(missing_ok=True)
             raise SpoolError(f"cannot spool the write of session {entry.session!r} in {self.directory}: "
                              f"{exc.strerror or exc}; nothing was queued") from exc
         self._next += 1
         return final
+
+    def _place(self, final: Path, data: bytes) -> None:
+        """``data`` as the file ``final``, owner-only (the user's words), whole or not at all."""
+        temp = self.directory / f"{SPOOL_TEMP_PREFIX}{final.name}"
+        try:
+            descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temp, final)
+            fsync_directory(self.directory)
+        except OSError:
+            temp.unlink(missing_ok=True)
+            raise
+
+    def take(self, path: Path) -> bytes:
+        """Delete a spool file durably and return its bytes, for ``restore`` if what it was taken for fails."""
+        try:
+            data = path.read_bytes()
+            path.unlink()
+            fsync_directory(self.directory)
+        except OSError as exc:
+            raise SpoolError(f"cannot delete the spool file {path}: {exc.strerror or exc}") from exc
+        return data
+
+    def restore(self, path: Path, data: bytes) -> None:
+        """Put back a file ``take`` deleted, under its own name (so in its place in the queue)."""
+        try:
+            self._place(path, data)
+        except OSError as exc:
+            raise SpoolError(f"cannot put back the spool file {path}: {exc.strerror or exc}") from exc
 
     def remove(self, path: Path) -> None:
         try:
@@ -199,6 +226,7 @@ class _Job:
     day: date
     messages: tuple[str, ...]  # emptied once nothing will write them (done, dropped, or failed for good)
     file: Path | None
+    submitted_at: datetime
     future: Future[WriteReport] = field(default_factory=Future)
     state: JobState = JobState.QUEUED
     attempts: int = 0
@@ -220,7 +248,7 @@ class _Job:
 
     def failure(self, error: Exception) -> WriteFailure:
         return WriteFailure(self.user, self.session, self.day, self.messages, error,
-                            isinstance(error, PASSING_FAILURES))
+                            not isinstance(error, PERMANENT_FAILURES))
 
 
 class PendingWrite:
@@ -310,7 +338,8 @@ class BackgroundWriter:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lastknown-background-write")
         with self._lock:
             self.replayed: tuple[PendingWrite, ...] = tuple(
-                self._queue(_Job(entry.job_id, entry.user, entry.session, entry.date, entry.messages, path))
+                self._queue(_Job(entry.job_id, entry.user, entry.session, entry.date, entry.messages, path,
+                                 entry.submitted_at))
                 for path, entry in leftovers)
         if leftovers:
             logger.info("%d background writes left in %s are written first", len(leftovers), spool_dir)
@@ -340,11 +369,11 @@ class BackgroundWriter:
             if waiting >= self._max_pending:
                 raise TooManyWritesError(f"{waiting} background writes are still waiting; session {session_id!r} "
                                          "was not queued and nothing of it was stored")
-            job = _Job(f"job-{uuid.uuid4()}", memory.user, session_id, day, tuple(turns), None)
+            job = _Job(f"job-{uuid.uuid4()}", memory.user, session_id, day, tuple(turns), None, datetime.now(UTC))
             if self._spool is not None:  # under the lock: the files' order is the queue's order
                 job.file = self._spool.put(SpooledWrite(
                     job_id=job.job_id, user=job.user, session=job.session, date=day, messages=job.messages,
-                    submitted_at=datetime.now(UTC)))
+                    submitted_at=job.submitted_at))
             return self._queue(job)
 
     def retry(self, job_id: str) -> PendingWrite:
@@ -418,10 +447,12 @@ class BackgroundWriter:
 
     def _erase(self, user: str, action: str, erase: Callable[[], Result]) -> tuple[Result, tuple[JobStatus, ...]]:
         """Run ``erase`` once the user's running write is done, with the user's other writes held back meanwhile;
-        if it succeeds, drop every write of the user not written yet (spool files included), else release them.
+        if it succeeds, drop every write of the user not written yet, else release them.
 
         A running write cannot be stopped halfway through its model calls; waiting for it means what it stores is
-        erased too. Holding the others back means none of them stores words between the erasure and the drop.
+        erased too. Holding the others back means none of them stores words between the erasure and the drop. Their
+        spool files are deleted before ``erase`` runs (and put back if it fails): deleted after it, a crash in
+        between would leave erased words for the next writer to write again.
         """
         self._refuse_in_worker(f"{action}()")
         with self._lock:
@@ -431,13 +462,19 @@ class BackgroundWriter:
             running = [job.future for job in self._jobs.values() if job.user == user and job.state is JobState.RUNNING]
         try:
             wait_for_futures(running)
-            result = erase()
+            taken = self._take_spooled(user)
+            try:
+                result = erase()
+            except BaseException:
+                self._restore_spooled(taken)
+                raise
             with self._lock:
                 dropped = [job for job in self._jobs.values() if job.user == user and job.waiting]
                 for job in dropped:
                     job.state, job.retryable, job.messages = JobState.DROPPED, False, ()
                     job.error = WriteDroppedError(f"dropped by {action} of user {user!r} before it was written; "
                                                   "nothing of it was stored")
+                # Writes accepted while the erasure ran still have their files.
                 files = [job.file for job in dropped if job.file is not None]
                 for job in dropped:
                     job.file = None
@@ -456,6 +493,36 @@ class BackgroundWriter:
                              f"could not be deleted and hold their words: {', '.join(map(str, unremoved))}; delete "
                              "them before the writer starts again")
         return result, tuple(job.status() for job in dropped)
+
+    def _take_spooled(self, user: str) -> list[tuple[_Job, Path, bytes]]:
+        """Delete the spool files of the user's writes not written yet, keeping their bytes to put back; if one
+        cannot be deleted, those already deleted are put back and ``SpoolError`` says nothing was erased."""
+        if self._spool is None:
+            return []
+        with self._lock:
+            owners = [job for job in self._jobs.values() if job.user == user and job.waiting and job.file is not None]
+        taken: list[tuple[_Job, Path, bytes]] = []
+        try:
+            for job in owners:
+                assert job.file is not None  # the user's writes are held back: nothing else changes their files
+                taken.append((job, job.file, self._spool.take(job.file)))
+                job.file = None
+        except SpoolError as exc:
+            self._restore_spooled(taken)
+            raise SpoolError(f"{exc}; nothing was erased") from exc
+        return taken
+
+    def _restore_spooled(self, taken: list[tuple[_Job, Path, bytes]]) -> None:
+        """Put back the files ``_take_spooled`` deleted: the erasure failed, so the writes wait as before."""
+        if self._spool is None:
+            return
+        for job, path, data in taken:
+            try:
+                self._spool.restore(path, data)
+            except SpoolError as exc:  # the write still waits in this process; only a crash now would lose it
+                logger.error("%s; the write of session %r waits in memory only", exc, job.session)
+                continue
+            job.file = path
 
     def _release(self, user: str) -> None:
         with self._lock:
@@ -533,11 +600,36 @@ class BackgroundWriter:
             job.state = JobState.RUNNING
             job.attempts += 1
         try:
-            report = self._memory_of(job.user).write(list(job.messages), date=job.day, session=job.session)
+            memory = self._memory_of(job.user)
+            undone = self._undone_since_submitted(memory, job)
+            report = None if undone else memory.write(list(job.messages), date=job.day, session=job.session)
         except Exception as error:
             self._failed(job, error)
         else:
-            self._written(job, report)
+            if report is None:
+                self._drop_undone(job)
+            else:
+                self._written(job, report)
+
+    @staticmethod
+    def _undone_since_submitted(memory: Memory, job: _Job) -> bool:
+        """The job's session was undone after the job was accepted: the write the undo reverted was this one
+        (committed just before a crash, its spool file left), or came before it; writing it now would revert the
+        undo. A session undone before the job was accepted is written again, as undo promises."""
+        return any(trace.session_id == job.session and trace.undone_at >= job.submitted_at
+                   for trace in memory.undone_sessions())
+
+    def _drop_undone(self, job: _Job) -> None:
+        with self._lock:
+            job.state, job.retryable, job.messages = JobState.DROPPED, False, ()
+            job.error = WriteDroppedError(f"session {job.session!r} of user {job.user!r} was undone after this write "
+                                          "was accepted; it was not written again")
+            files = [job.file] if job.file is not None else []
+            job.file = None
+        logger.warning("%s", job.error)
+        self._remove_spooled(files)
+        self._trim()
+        job.future.set_exception(WriteDroppedError(str(job.error)))
 
     def _written(self, job: _Job, report: WriteReport) -> None:
         with self._lock:

@@ -190,7 +190,10 @@ class Memory(MemoryReader):
         return turns, day, session_id
 
     def _refuse_another_conversation(self, session_id: str, turns: list[str]) -> None:
-        """The same session id again is a no-op only for the same messages (else the new ones would be lost)."""
+        """The same session id again is a no-op only for the same messages (else the new ones would be lost).
+
+        A session without a digest (written before digests, or some of its words forgotten since) is a no-op for any
+        messages: telling a right guess of forgotten words from a wrong one would give them back."""
         stored = self.store.session_digest(self.user, session_id)
         if stored is not None and stored != conversation_digest(turns):
             raise SessionConflictError(

@@ -54,7 +54,8 @@ the purposes written in cypher/*.cypher):
    fact's provenance keeps its id but loses its text (redacted). The reason of every supersedes
    or contradicts link decided in a session one of those messages belongs to becomes
    REDACTED_REASON (it may quote the forgotten words). Facts a removed fact had superseded stay
-   retired. The report names the removed facts and the redacted messages.
+   retired. A session one of those messages belongs to loses its digest (it would confirm a guess of
+   the forgotten words). The report names the removed facts and the redacted messages.
 5. delete_user: removes everything of the user; True when there was anything.
 6. export_user: everything stored for the user in canonical order; UnknownUserError without memory.
 7. import_user: UserExistsError when the user has memory; StoreError when a fact or message id
@@ -260,6 +261,8 @@ class ReferenceStore:
             link for link in memory.links if link.new_fact_id not in doomed and link.old_fact_id not in doomed
         ]
         touched_sessions = {memory.messages[m].session_id for m in redacted}
+        for session_id in touched_sessions:
+            memory.sessions[session_id] = memory.sessions[session_id].model_copy(update={"digest": None})
         memory.links = [
             link.model_copy(update={"reason": REDACTED_REASON})
             if link.relation in ("supersedes", "contradicts") and link.session_id in touched_sessions

@@ -158,8 +158,10 @@ class JobStatus(Report):
     report: WriteReport | None = Field(default=None, description="What the write did, once done.")
     error_type: str | None = Field(default=None, description="The class of the error, when it failed.")
     error: str | None = Field(default=None, description="The typed error, ClassName: message, when it failed.")
-    retryable: bool = Field(default=False, description="A failure that passes (the model's server or the database "
-                                                       "was unreachable): the writer keeps the words and writes them "
+    retryable: bool = Field(default=False, description="A failure that may pass (anything but invalid input or "
+                                                       "model output no retry fixed: a server unreachable, a fact "
+                                                       "erased while the write was planned, a bug): the writer keeps "
+                                                       "the words and writes them "
                                                        "when retried, or at its next start on the same spool "
                                                        "directory. Writing the same session again also settles it.")
 

@@ -547,6 +547,8 @@ class EmbeddedStore:
                         sessions.add(message["session_id"])
             deleted = sorted(graph.nodes[k]["id"] for k in keys)
             graph.remove_nodes_from(keys)
+            for session_id in sessions:  # a hash of forgotten words would confirm a guess of them
+                graph.nodes[_session_key(user_id, session_id)]["digest"] = None
             # A retirement decided in a session whose messages were redacted may quote them in its reason.
             for fact_key in self._user_fact_keys(graph, user_id):
                 for _, _, edge_type, attrs in graph.in_edges(fact_key, keys=True, data=True):

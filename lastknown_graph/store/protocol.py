@@ -63,7 +63,8 @@ class Store(Protocol):
     def session_exists(self, user_id: str, session_id: str) -> bool: ...
 
     def session_digest(self, user_id: str, session_id: str) -> str | None:
-        """The digest of a written session's user turns; None when it was not written or predates digests."""
+        """The digest of a written session's user turns; None when it was not written, predates digests, or some of
+        its words were forgotten (a hash of forgotten words would confirm a guess of them)."""
         ...
 
     def user_write_turn(self, user_id: str) -> AbstractContextManager[None]:

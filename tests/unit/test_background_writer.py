@@ -10,7 +10,7 @@ import json
 import logging
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,7 @@ from lastknown_graph import (
     LLMUnavailableError,
     Memory,
     SpoolError,
+    StoreError,
     TooManyWritesError,
     UnknownJobError,
     WaitTimeoutError,
@@ -31,6 +32,7 @@ from lastknown_graph import (
     WriteFailure,
     WriterClosedError,
 )
+from lastknown_graph.domain.models import DeletionReport
 from lastknown_graph.domain.reports import ForgetReport
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
@@ -461,3 +463,134 @@ def test_forget_by_id_through_the_writer_checks_its_ids(tmp_path: Path) -> None:
             writer.forget(fact.id)  # type: ignore[arg-type]
     assert (report.forgotten, report.dropped_writes) == (("Lives in Lyon",), ())
     assert memory.current() == [] and spool_files(spool) == []
+
+
+# ---------------------------------------------------------------------------------------------- issue 32
+
+
+def test_a_failure_not_known_to_be_for_good_keeps_its_words_in_the_spool(tmp_path: Path) -> None:
+    """Finding 1: a write failing with an untyped error (a fact erased by another process while the write was planned
+    raised ``KeyError`` on Neo4j) is kept for a retry, not deleted with the words the writer acknowledged."""
+    broken = threading.Event()
+    broken.set()
+
+    def erased_under_the_plan(call: ModelCall) -> object:
+        if broken.is_set():
+            raise KeyError("fact-erased-meanwhile")
+        return lives_in(call)
+
+    store, spool = EmbeddedStore(tmp_path / "memory.json"), tmp_path / "spool"
+    with BackgroundWriter(memory_with(erased_under_the_plan, store), spool_dir=spool) as writer:
+        handle = writer.submit(["I live in Lyon."], "2024-01-10", "s1")
+        assert isinstance(handle.exception(timeout=TIMEOUT_S), KeyError)
+        failed = writer.status(handle.job_id)
+        assert (failed.state, failed.retryable, failed.error_type) == (JobState.FAILED, True, "KeyError")
+        assert b"Lyon" in spooled_bytes(spool)
+        writer.close(finish=False)
+    broken.clear()
+    with BackgroundWriter(memory_with(erased_under_the_plan, store), spool_dir=spool) as again:
+        [replayed] = again.replayed
+        assert replayed.result(timeout=TIMEOUT_S).added[0].text == "Lives in Lyon"
+    assert spool_files(spool) == []
+
+
+class SpoolWatchingStore(EmbeddedStore):
+    """The embedded store, noting what the spool directory holds at the moment an erasure reaches the store."""
+
+    def __init__(self, path: Path, spool: Path) -> None:
+        super().__init__(path)
+        self.spool = spool
+        self.spooled_at_erasure: list[bytes] = []
+        self.fail_erasure = False
+
+    def _erasing(self) -> None:
+        self.spooled_at_erasure.append(spooled_bytes(self.spool))
+        if self.fail_erasure:
+            raise StoreError("the disk is full")
+
+    def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
+        self._erasing()
+        return super().delete_facts(user_id, fact_ids)
+
+    def delete_user(self, user_id: str) -> bool:
+        self._erasing()
+        return super().delete_user(user_id)
+
+
+@pytest.mark.parametrize("erasure", ["forget_about", "delete_user"])
+def test_the_spooled_words_are_gone_before_the_store_erases(gate: Gate, tmp_path: Path, erasure: str) -> None:
+    """Finding 2: deleted after the store erasure, the spool files of dropped writes outlived it by a moment in which a
+    crash left them for the next writer, which wrote the erased words back."""
+    spool = tmp_path / "spool"
+    store = SpoolWatchingStore(tmp_path / "memory.json", spool)
+    with BackgroundWriter(memory_with(gate, store), spool_dir=spool) as writer:
+        writer.submit(["I live in Lyon."], "2024-01-10", "s1")
+        assert gate.entered.wait(TIMEOUT_S)
+        writer.submit(["I live in Zorblaxville."], "2024-02-10", "s2")
+        gate.open()
+        if erasure == "forget_about":
+            writer.forget_about("Lives in Lyon", 0.5)
+        else:
+            writer.delete_user("ada")
+    [seen] = store.spooled_at_erasure
+    assert b"Zorblaxville" not in seen
+    assert spool_files(spool) == []
+
+
+def test_an_erasure_that_fails_puts_the_spool_files_back_in_their_place(tmp_path: Path) -> None:
+    spool, held = tmp_path / "spool", Gate("Oslo")
+    store = SpoolWatchingStore(tmp_path / "memory.json", spool)
+    writer = BackgroundWriter(lambda user: Memory(ScriptedModel(held), HashedEmbedder(), user, store), spool_dir=spool)
+    try:
+        writer.submit(["I live in Oslo."], "2024-01-10", "s1", user="bob")
+        assert held.entered.wait(TIMEOUT_S)  # bob's write holds the worker, so ada's wait in the queue
+        queued = [writer.submit([f"I live in {city}."], f"2024-0{n}-10", f"s{n}", user="ada")
+                  for n, city in [(2, "Lyon"), (3, "Lima")]]
+        names = [path.name for path in spool_files(spool)]
+        store.fail_erasure = True
+        with pytest.raises(StoreError, match="disk is full"):
+            writer.delete_user("ada")
+        assert [path.name for path in spool_files(spool)] == names  # the same files, in the same order
+        assert [writer.status(h.job_id).state for h in queued] == [JobState.QUEUED, JobState.QUEUED]
+        store.fail_erasure = False
+        held.open()
+        assert [h.result(timeout=TIMEOUT_S).added[0].text for h in queued] == ["Lives in Lyon", "Lives in Lima"]
+    finally:
+        held.open()
+        writer.close()
+    assert spool_files(spool) == []
+
+
+def test_a_spooled_write_of_a_session_undone_since_is_not_written_again(gate: Gate, tmp_path: Path) -> None:
+    """Finding 4: a write that committed just before a crash keeps its spool file; undone afterwards (``lastknown
+    undo`` from a shell), it came back at the next start."""
+    store, spool = EmbeddedStore(tmp_path / "memory.json"), tmp_path / "spool"
+    memory_with(lives_in, store).write(["I live in Oslo."], "2024-01-01", "s0")
+    with BackgroundWriter(memory_with(gate, store), spool_dir=spool) as writer:
+        handle = writer.submit(["I live in Lyon."], "2024-01-10", "s1")
+        [path] = spool_files(spool)
+        copy = path.read_bytes()
+        gate.open()
+        handle.result(timeout=TIMEOUT_S)
+    path.write_bytes(copy)  # as a process stopped between the commit and the file's deletion leaves it
+    memory_with(lives_in, store).undo("s1")
+    undone = store.export_user("ada").model_dump(exclude={"exported_at"})
+
+    model = ScriptedModel(lives_in)
+    with BackgroundWriter(Memory(model, HashedEmbedder(), "ada", store), spool_dir=spool) as again:
+        [replayed] = again.replayed
+        with pytest.raises(WriteDroppedError, match="undone"):
+            replayed.result(timeout=TIMEOUT_S)
+        assert again.status(replayed.job_id).state is JobState.DROPPED
+    assert model.calls == [] and store.export_user("ada").model_dump(exclude={"exported_at"}) == undone
+    assert [f.text for f in store.current_facts("ada")] == ["Lives in Oslo"] and spool_files(spool) == []
+
+
+def test_a_session_undone_before_the_write_was_accepted_is_written_again(tmp_path: Path) -> None:
+    store, spool = EmbeddedStore(tmp_path / "memory.json"), tmp_path / "spool"
+    memory = memory_with(lives_in, store)
+    memory.write(["I live in Lyon."], "2024-01-10", "s1")
+    memory.undo("s1")
+    with BackgroundWriter(memory, spool_dir=spool) as writer:
+        assert writer.submit(["I live in Lyon."], "2024-01-10", "s1").result(timeout=TIMEOUT_S).added
+    assert [f.text for f in store.current_facts("ada")] == ["Lives in Lyon"]

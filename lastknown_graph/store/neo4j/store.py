@@ -61,6 +61,7 @@ from lastknown_graph.errors import (
 from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.neo4j.connection import Neo4jTarget, open_driver, translated_errors
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
+from lastknown_graph.store.neo4j.settled_reads import settled_read
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
     REDACTED_REASON,
@@ -332,6 +333,7 @@ class Neo4jStore:
         rows = self._run(tx, "undo_user_graph", user_id=user_id)
         return user_graph(rows[0]["sessions"], rows[0]["facts"]) if rows else user_graph([], [])
 
+    @settled_read
     def plan_undo(self, user_id: str, session_id: str) -> UndoReport:
         check_identifier(user_id)
         check_identifier(session_id)
@@ -366,6 +368,7 @@ class Neo4jStore:
         finally:
             self._histories.drop(user_id)
 
+    @settled_read
     def undone_sessions(self, user_id: str) -> list[UndoneSession]:
         rows = self._query("undone_sessions", user_id=check_identifier(user_id))
         return in_undo_order(
@@ -373,6 +376,7 @@ class Neo4jStore:
             for row in rows
         )
 
+    @settled_read
     def review_queue(self, user_id: str, band: float, stable_domains: frozenset[str]) -> list[ReviewItem]:
         rows = self._query("review_queue", user_id=check_identifier(user_id), band=float(band),
                            verdict_stages=[str(stage) for stage in VERDICT_STAGES], evidence_stage=str(Stage.EVIDENCE),
@@ -425,6 +429,7 @@ class Neo4jStore:
         return ReviewDecision(user_id=user_id, retirement_id=old_fact_id, new_fact_id=decided_by, verdict=verdict,
                               reviewed_at=reviewed_at, restored=verdict is ReviewVerdict.REJECTED)
 
+    @settled_read
     def rejected_retirements(self, user_id: str) -> list[RejectedPair]:
         return [RejectedPair(**row) for row in self._query("rejected_retirements", user_id=check_identifier(user_id))]
 
@@ -521,20 +526,24 @@ class Neo4jStore:
     def user_revision(self, user_id: str) -> int:
         return int(self._query("user_revision", user_id=check_identifier(user_id))[0]["revision"])
 
+    @settled_read
     def current_facts(self, user_id: str) -> list[Fact]:
         # From the (usually cached) history: one tiny read instead of every current fact's record.
         return current_of(self.history(user_id))
 
+    @settled_read
     def facts_by_id(self, user_id: str, fact_ids: Collection[str]) -> list[Fact]:
         ids = sorted({check_identifier(f) for f in fact_ids})
         return self._facts(self._query("facts_by_id", user_id=check_identifier(user_id), fact_ids=ids))
 
+    @settled_read
     def source_messages(self, user_id: str, fact_ids: Collection[str]) -> list[SourceMessage]:
         ids = sorted({check_identifier(f) for f in fact_ids})
         rows = self._query("source_messages", user_id=check_identifier(user_id), fact_ids=ids)
         return [SourceMessage(fact_id=r["fact_id"], message_id=r["message_id"], session_id=r["session_id"],
                               day=date.fromisoformat(r["day"]), index=r["index"], text=r["text"]) for r in rows]
 
+    @settled_read
     def facts_on_topic(
         self, user_id: str, topic: str, statuses: frozenset[FactStatus] = CURRENT_ONLY
     ) -> list[Fact]:
@@ -542,6 +551,7 @@ class Neo4jStore:
             "facts_on_topic", user_id=check_identifier(user_id), topic=topic, statuses=sorted(map(str, statuses))
         ))
 
+    @settled_read
     def similar_facts(
         self,
         user_id: str,
@@ -610,6 +620,7 @@ class Neo4jStore:
         return [nearest(ids, matrix, np.asarray(vector, dtype=np.float32), k, row_norms)
                 for vector, k in zip(vectors, ks, strict=True)]
 
+    @settled_read
     def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
         check_identifier(user_id)
         dimension = self.embedding_dimension()
@@ -630,14 +641,17 @@ class Neo4jStore:
 
         nearest_picks, on_topic, rows = self._read("find conflict candidates", work)
         facts = {fact.id: fact for fact in self._facts(rows)}
+        # A fact erased between the statements is no candidate; the write's revision check sees the erasure.
         return [
             ProbeCandidates(
-                on_topic=tuple(facts[fact_id] for fact_id in topic_ids),
-                nearest=tuple(ScoredFact(fact=facts[fact_id], similarity=similarity) for fact_id, similarity in picks),
+                on_topic=tuple(facts[fact_id] for fact_id in topic_ids if fact_id in facts),
+                nearest=tuple(ScoredFact(fact=facts[fact_id], similarity=similarity) for fact_id, similarity in picks
+                              if fact_id in facts),
             )
             for picks, topic_ids in zip(nearest_picks, on_topic, strict=True)
         ]
 
+    @settled_read
     def history(self, user_id: str) -> list[HistoryEntry]:
         check_identifier(user_id)
 
@@ -676,9 +690,11 @@ class Neo4jStore:
             for row in rows
         )
 
+    @settled_read
     def state_as_of(self, user_id: str, day: date) -> list[Fact]:
         return self._facts(self._query("state_as_of", user_id=check_identifier(user_id), day=day))
 
+    @settled_read
     def timeline(self, user_id: str) -> list[TimelineEvent]:
         rows = self._query("timeline", user_id=check_identifier(user_id))
         return in_timeline_order(TimelineEvent(**row | {"at": to_day(row["at"]),
