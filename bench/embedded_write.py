@@ -15,7 +15,7 @@ The ways of saving, side by side in one run on the same files:
 - ``whole file``: ``EmbeddedStore(path, journal=False)``, this code rewriting the whole snapshot per write;
 - ``before``: the store module as it was at ``--before`` (default 2ccc1af, the last commit before the journal),
   loaded from git: each write copies the graph and rewrites the whole file. It reads the same snapshot, given
-  the file version it knew (version 1: the same document without ``journal_seq``).
+  the file version it knew (version 1: the same document without its checksum, ids and ``journal_seq``).
 
     python -m bench.embedded_write            # 1k, 10k, 100k facts; rewrites bench/results/embedded-write.md/.json
     python -m bench.embedded_write --quick --out /tmp/embedded-write.md   # 300 and 3,000 facts, in about a minute
@@ -46,6 +46,7 @@ from bench.perf.synthetic import DIMENSION, FACTS_PER_SESSION, SyntheticSpace, s
 from lastknown_graph.domain.models import SessionWrite, UserExport
 from lastknown_graph.store import EmbeddedStore, Store
 from lastknown_graph.store.embedded_files import COMPACT_AT_SNAPSHOT_SHARE, MIN_JOURNAL_BYTES_TO_COMPACT
+from lastknown_graph.store.graph_codec import FILE_VERSION
 
 logger = logging.getLogger("bench.embedded_write")
 
@@ -121,15 +122,17 @@ def build_store(directory: Path, size: int, space: SyntheticSpace) -> SizedStore
 
 
 def as_version_1(source: Path, target: Path) -> None:
-    """The snapshot as the store before the journal wrote it: version 1, no ``journal_seq``, the rest the same."""
+    """The snapshot as the store before the journal wrote it: version 1, no checksum, ids or ``journal_seq``, the rest
+    the same."""
     with source.open("rb") as reading, target.open("wb") as writing:
         head = reading.read(4096)
         nodes = head.index(b'"nodes":')
         header = json.loads(head[:nodes] + b'"nodes":[]}')
-        if header.get("version") != 2:
-            raise ValueError(f"{source} is not a version-2 snapshot")
+        if header.get("version") != FILE_VERSION:
+            raise ValueError(f"{source} is not a version-{FILE_VERSION} snapshot")
         header["version"] = 1
-        del header["journal_seq"]
+        for name in ("crc32", "id", "folded", "journal_seq"):
+            del header[name]
         writing.write(json.dumps(header, separators=(",", ":")).encode()[:-1] + b"," + head[nodes:])
         shutil.copyfileobj(reading, writing)
 

@@ -22,6 +22,7 @@ from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import APIEmbedder, Embedder, EmbedderError, LocalEmbedder
 from lastknown_graph.errors import (
     CorruptStoreFileError,
+    ForeignJournalError,
     InvalidInputError,
     LastknownError,
     ReviewDecidedError,
@@ -60,6 +61,7 @@ __all__ = [
     "Fact",
     "FactKind",
     "FactStatus",
+    "ForeignJournalError",
     "HistoryEntry",
     "InvalidInputError",
     "JobState",

@@ -31,6 +31,11 @@ class CorruptStoreFileError(StoreError):
     """The embedded store's file exists but cannot be read; it is left untouched."""
 
 
+class ForeignJournalError(CorruptStoreFileError):
+    """The embedded store's journal was written beside another snapshot (a restore mixing two backups or two
+    stores); none of it is applied and both files are left untouched."""
+
+
 class StaleStateError(StoreError):
     """A write assumed a fact was current, but it no longer is (another write got there first).
 

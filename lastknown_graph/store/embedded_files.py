@@ -11,10 +11,11 @@ at most about twice the snapshot's bytes, and each write pays, amortised, about 
 removes data (forgetting, undo, deleting a user) writes a new snapshot at once and removes the journal, so that
 no file keeps what was removed.
 
-Records are numbered, and the snapshot names the last record folded into it. A compaction killed after its
-rename but before it removed the journal leaves records the snapshot already holds: replay skips them, and the
-next write or compaction removes them. Every method but ``refresh`` on read-only media expects the caller to
-hold the store's exclusive lock.
+Records are numbered, and the snapshot names the last record folded into it. Each record also names the
+snapshot it was written beside, so a journal found beside another snapshot is refused, never replayed
+(``journal_binding.py``). A compaction killed after its rename but before it removed the journal leaves records
+the snapshot already holds: replay skips them, and the next write or compaction removes them. Every method but
+``refresh`` on read-only media expects the caller to hold the store's exclusive lock.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 import networkx as nx
 
 from lastknown_graph.durable_files import fsync_directory
-from lastknown_graph.errors import CorruptStoreFileError
+from lastknown_graph.errors import CorruptStoreFileError, ForeignJournalError
 from lastknown_graph.store.graph_changes import Change, GraphChanges
 from lastknown_graph.store.graph_codec import (
     FILE_VERSION,
@@ -40,6 +41,7 @@ from lastknown_graph.store.graph_codec import (
     snapshot_bytes,
 )
 from lastknown_graph.store.journal import DamagedJournalError, Journal, JournalState
+from lastknown_graph.store.journal_binding import ForeignRecordError, Place, SnapshotIds, new_snapshot_id
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +62,10 @@ class _Loaded:
 
     snapshot: tuple[int, int, int] | None  # inode, mtime and size of the snapshot read; None: there was none
     snapshot_version: int
-    snapshot_seq: int  # the last record folded into the snapshot
+    snapshot_ids: SnapshotIds  # its id, the journal it folded in, the last record folded into it
     dimension: int | None
     journal: JournalState | None = None  # None: there was no journal
+    journal_owner: str | None = None  # the snapshot the journal's records name; None: it has none
     seq: int = 0  # the last record in the graph
     stale_records: bool = False  # the journal holds records the snapshot holds too
 
@@ -144,45 +147,59 @@ class StoreFiles:
         else:
             identity = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         try:
-            if data is None:
-                graph, dimension, seq, version = nx.MultiDiGraph(), None, 0, FILE_VERSION
+            if data is None:  # a journal beside no snapshot is refused below, so these ids are never compared
+                graph, dimension, version = nx.MultiDiGraph(), None, FILE_VERSION
+                ids = SnapshotIds(new_snapshot_id(), None, 0)
             else:
                 snapshot = read_snapshot(data, str(self.path))
-                graph, dimension = snapshot.graph, snapshot.embedding_dimension
-                seq, version = snapshot.journal_seq, snapshot.version
+                graph, dimension, ids, version = (snapshot.graph, snapshot.embedding_dimension, snapshot.ids,
+                                                  snapshot.version)
             problem = shape_problem(graph)
             if problem is not None:
                 raise ValueError(problem)
         except _UNREADABLE as exc:
             raise self._corrupt(self.path, exc) from exc
-        loaded = _Loaded(snapshot=identity, snapshot_version=version, snapshot_seq=seq, dimension=dimension, seq=seq)
+        loaded = _Loaded(snapshot=identity, snapshot_version=version, snapshot_ids=ids, dimension=dimension,
+                         seq=ids.seq)
         if data is None and self._journal.identity() is not None:
             raise self._corrupt(self._journal.path, f"a journal without its snapshot {self.path.name}")
-        if self._catch_up(graph, loaded, 0) is None:
+        if self._catch_up(graph, loaded, 0, report_torn=True) is None:
             raise self._corrupt(self._journal.path, "its records do not continue the snapshot")
         self._loaded = loaded
         return graph, dimension
 
-    def _catch_up(self, graph: nx.MultiDiGraph, loaded: _Loaded, start: int) -> int | None:
+    def _catch_up(
+        self, graph: nx.MultiDiGraph, loaded: _Loaded, start: int, *, report_torn: bool = False,
+    ) -> int | None:
         """Apply the journal's records after ``loaded.seq`` from offset ``start`` to ``graph``; how many.
 
-        None if they do not continue ``loaded.seq`` (the caller reads everything again or gives up).
+        None if they do not continue ``loaded.seq`` (the caller reads everything again or gives up);
+        ``ForeignJournalError`` if any was written beside another snapshot. ``report_torn``: log a torn last record.
         """
         try:
             read = self._journal.read(start)
             if read is None:
                 return 0
             records = [read_record(payload) for payload in read.records]
+            places = [loaded.snapshot_ids.place(record.snapshot, record.seq) for record in records]
+        except ForeignRecordError as exc:
+            raise self._foreign(exc) from exc
         except _UNREADABLE as exc:
             raise self._corrupt(self._journal.path, exc) from exc
-        stale = any(seq <= loaded.snapshot_seq for seq, _ in records)
-        fresh = [(seq, changes) for seq, changes in records if seq > loaded.seq]
-        if [seq for seq, _ in fresh] != list(range(loaded.seq + 1, loaded.seq + 1 + len(fresh))):
+        if report_torn and read.size > read.state.end:
+            # Never acknowledged (the write failed or its process died before the fsync), but worth knowing of.
+            logger.warning("ignoring the torn last record of %s (%d bytes at offset %d): an append cut short by a "
+                           "crash, never acknowledged; the next write takes its place",
+                           self._journal.path, read.size - read.state.end, read.state.end)
+        stale = Place.FOLDED in places
+        fresh = [record for record, place in zip(records, places, strict=True)
+                 if place is Place.AFTER and record.seq > loaded.seq]
+        if [record.seq for record in fresh] != list(range(loaded.seq + 1, loaded.seq + 1 + len(fresh))):
             return None
         replay = GraphChanges(graph)
         try:
-            for _, changes in fresh:
-                replay.apply_all(changes)
+            for record in fresh:
+                replay.apply_all(record.changes)
             problem = shape_problem(graph, replay.touched_nodes())
             if problem is not None:
                 raise ValueError(problem)
@@ -191,10 +208,21 @@ class StoreFiles:
             raise self._corrupt(self._journal.path, exc) from exc
         same_file = loaded.journal is not None and loaded.journal.inode == read.state.inode
         loaded.stale_records = stale or (same_file and loaded.stale_records)
+        if records:
+            loaded.journal_owner = records[-1].snapshot
+        elif not same_file:
+            loaded.journal_owner = None
         if fresh or not same_file:
             loaded.journal = read.state
-            loaded.seq = fresh[-1][0] if fresh else loaded.seq
+            loaded.seq = fresh[-1].seq if fresh else loaded.seq
         return len(fresh)
+
+    def _foreign(self, problem: ForeignRecordError) -> ForeignJournalError:
+        return ForeignJournalError(
+            f"{self._journal.path} was written beside another snapshot than {self.path} ({problem}), so none of it "
+            f"was applied and both were left untouched. Put back the snapshot it was written beside, or move "
+            f"{self._journal.path.name} away to open {self.path.name} without the writes it holds."
+        )
 
     # ------------------------------------------------------------------ writing (under the exclusive lock)
 
@@ -215,11 +243,12 @@ class StoreFiles:
             return
         seq = loaded.seq + 1
         at = loaded.journal.end if loaded.journal is not None else 0
+        owner = loaded.snapshot_ids.id
         try:
-            loaded.journal = self._journal.append(record_bytes(seq, changes), at)
+            loaded.journal = self._journal.append(record_bytes(owner, seq, changes), at)
         except DamagedJournalError as exc:
             raise self._corrupt(self._journal.path, exc) from exc
-        loaded.seq = seq
+        loaded.seq, loaded.journal_owner = seq, owner
         if loaded.journal.end >= max(MIN_JOURNAL_BYTES_TO_COMPACT, loaded.snapshot_size * COMPACT_AT_SNAPSHOT_SHARE):
             try:
                 self.write_snapshot(graph, loaded.dimension)
@@ -232,7 +261,10 @@ class StoreFiles:
         """Replace the snapshot with ``graph``, which holds every journal record. ``OSError``: the files are as they
         were. The journal is left in place, its records now stale: ``drop_journal`` removes it."""
         loaded = self._current()
-        payload = snapshot_bytes(graph, dimension, loaded.seq)
+        # The journal beside it becomes stale; if a kill leaves it there, its records must read as folded, not foreign.
+        folded = loaded.journal_owner if loaded.journal is not None else None
+        ids = SnapshotIds(new_snapshot_id(), folded, loaded.seq)
+        payload = snapshot_bytes(graph, dimension, ids)
         directory = self.path.parent
         self._remove_orphans()
         fd, temp_name = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=directory)
@@ -246,7 +278,7 @@ class StoreFiles:
             Path(temp_name).unlink(missing_ok=True)
             raise
         identity = self._snapshot_identity()
-        loaded.snapshot, loaded.snapshot_version, loaded.snapshot_seq = identity, FILE_VERSION, loaded.seq
+        loaded.snapshot, loaded.snapshot_version, loaded.snapshot_ids = identity, FILE_VERSION, ids
         loaded.dimension = dimension
         loaded.stale_records = loaded.journal is not None
         try:
@@ -258,7 +290,7 @@ class StoreFiles:
         """Remove the journal once a snapshot holds all its records. ``OSError``: it stays, skipped as stale."""
         self._journal.remove()
         loaded = self._current()
-        loaded.journal, loaded.stale_records = None, False
+        loaded.journal, loaded.journal_owner, loaded.stale_records = None, None, False
 
     def _drop_journal_or_log(self) -> None:
         try:

@@ -5,6 +5,9 @@ Both use one encoding of node and edge attributes: embeddings as base64 of their
 moments as ISO text. A document that is valid JSON but not a graph this store wrote (a node without its
 label or attributes, an unknown edge type) raises ``ValueError``, like malformed JSON, so that it is
 refused when read instead of ending a later read in a ``KeyError`` or being saved over by a write.
+
+The snapshot is sealed with a checksum (``snapshot_seal.py``) and names its id and the journal it folded in;
+each record names the snapshot it was written beside (``journal_binding.py``).
 """
 
 from __future__ import annotations
@@ -19,14 +22,19 @@ import networkx as nx
 
 from lastknown_graph.errors import SchemaMismatchError
 from lastknown_graph.store.graph_changes import AddEdge, AddNode, Change, SetAttrs
+from lastknown_graph.store.journal_binding import UNBOUND, SnapshotIds
+from lastknown_graph.store.snapshot_seal import seal, verify
 from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, to_float32_bytes
 
 FILE_FORMAT = "lastknown_graph.embedded"
 # 2: the snapshot names the last journal record folded into it (``journal_seq``); a reader that knows only
 # version 1 would ignore the journal and silently miss every write since the snapshot, so it is refused.
-FILE_VERSION = 2
+# 3: the snapshot is sealed with a checksum and has an id that its journal's records name; a reader that knows
+# only version 2 would append id-less records, which this code refuses beside a snapshot with an id.
+FILE_VERSION = 3
 # 1: one file holding everything, written before the journal existed; read as a snapshot with no journal.
-READABLE_VERSIONS = frozenset({1, FILE_VERSION})
+# 1 and 2 are read without a checksum, their ids ``UNBOUND``.
+READABLE_VERSIONS = frozenset({1, 2, FILE_VERSION})
 
 # Edges from a newer fact to an older one, and the API's name for each.
 RELATION_OF_EDGE = {"SUPERSEDES": "supersedes", "EXPIRES": "expires", "CONTRADICTS": "contradicts"}
@@ -53,8 +61,15 @@ _MOMENT_ATTRS = frozenset({"recorded_at", "reviewed_at", "undone_at"})
 class Snapshot:
     graph: nx.MultiDiGraph
     embedding_dimension: int | None
-    journal_seq: int  # the last journal record already in the graph (0: none)
+    ids: SnapshotIds  # its id, the journal it folded in, and the last journal record already in the graph (0: none)
     version: int
+
+
+@dataclass(frozen=True)
+class JournalRecord:
+    snapshot: str  # the id of the snapshot it was written beside
+    seq: int
+    changes: list[Change]
 
 
 def shape_problem(graph: nx.MultiDiGraph, nodes: Any = None) -> str | None:
@@ -107,23 +122,26 @@ def _json_bytes(document: dict[str, Any]) -> bytes:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def snapshot_bytes(graph: nx.MultiDiGraph, embedding_dimension: int | None, journal_seq: int) -> bytes:
-    return _json_bytes({
+def snapshot_bytes(graph: nx.MultiDiGraph, embedding_dimension: int | None, ids: SnapshotIds) -> bytes:
+    return seal(_json_bytes({
         "format": FILE_FORMAT,
         "version": FILE_VERSION,
         "embedding_dimension": embedding_dimension,
-        "journal_seq": journal_seq,
+        "journal_seq": ids.seq,
+        "id": ids.id,
+        "folded": ids.folded,
         "nodes": [{"key": key, "attrs": encode_attrs(attrs)} for key, attrs in graph.nodes(data=True)],
         "edges": [
             {"source": s, "target": t, "type": k, "attrs": encode_attrs(attrs)}
             for s, t, k, attrs in graph.edges(keys=True, data=True)
         ],
-    })
+    }))
 
 
 def read_snapshot(data: bytes, where: str) -> Snapshot:
     """The snapshot in ``data``; ``ValueError`` (and kin) if it is not one, ``SchemaMismatchError`` for another
     version. The graph's shape is checked by the caller, once the journal is replayed on it."""
+    sealed = verify(data)
     document = json.loads(data)
     if document.get("format") != FILE_FORMAT:
         raise ValueError(f"format is {document.get('format')!r}, expected {FILE_FORMAT!r}")
@@ -132,6 +150,8 @@ def read_snapshot(data: bytes, where: str) -> Snapshot:
         raise SchemaMismatchError(
             f"{where} has file version {version!r}; this code reads {', '.join(map(str, sorted(READABLE_VERSIONS)))}"
         )
+    if version == FILE_VERSION and not sealed:
+        raise ValueError(f"its checksum is missing, which every version-{FILE_VERSION} snapshot begins with")
     graph = nx.MultiDiGraph()
     for node in document["nodes"]:
         graph.add_node(node["key"], **decode_attrs(node["attrs"]))
@@ -140,11 +160,18 @@ def read_snapshot(data: bytes, where: str) -> Snapshot:
     journal_seq = document.get("journal_seq", 0)
     if not isinstance(journal_seq, int) or journal_seq < 0:
         raise ValueError(f"journal_seq is {journal_seq!r}")
-    return Snapshot(graph, document.get("embedding_dimension"), journal_seq, version)
+    if version < FILE_VERSION:
+        ids = SnapshotIds(UNBOUND, UNBOUND, journal_seq)  # read with its id-less journal as before
+    else:
+        snapshot_id, folded = document["id"], document["folded"]
+        if not isinstance(snapshot_id, str) or snapshot_id == UNBOUND or not isinstance(folded, (str, type(None))):
+            raise ValueError(f"its id is {snapshot_id!r} and the journal it folded {folded!r}")
+        ids = SnapshotIds(snapshot_id, folded, journal_seq)
+    return Snapshot(graph, document.get("embedding_dimension"), ids, version)
 
 
-def record_bytes(seq: int, changes: tuple[Change, ...]) -> bytes:
-    """One write's changes as a journal record, numbered ``seq``."""
+def record_bytes(snapshot_id: str, seq: int, changes: tuple[Change, ...]) -> bytes:
+    """One write's changes as a journal record, numbered ``seq``, written beside snapshot ``snapshot_id``."""
     encoded: list[list[Any]] = []
     for change in changes:
         if isinstance(change, AddNode):
@@ -153,15 +180,18 @@ def record_bytes(seq: int, changes: tuple[Change, ...]) -> bytes:
             encoded.append(["edge", change.source, change.target, change.type, encode_attrs(change.attrs)])
         else:
             encoded.append(["set", change.key, encode_attrs(change.attrs)])
-    return _json_bytes({"seq": seq, "changes": encoded})
+    return _json_bytes({"snapshot": snapshot_id, "seq": seq, "changes": encoded})
 
 
-def read_record(payload: bytes) -> tuple[int, list[Change]]:
-    """The number and changes of a journal record; ``ValueError`` (and kin) if it is not one."""
+def read_record(payload: bytes) -> JournalRecord:
+    """A journal record (one written before ids names ``UNBOUND``); ``ValueError`` (and kin) if it is not one."""
     document = json.loads(payload)
     seq = document["seq"]
     if not isinstance(seq, int) or seq < 1:
         raise ValueError(f"a journal record numbered {seq!r}")
+    snapshot_id = document.get("snapshot", UNBOUND)
+    if not isinstance(snapshot_id, str):
+        raise ValueError(f"a journal record written beside the snapshot {snapshot_id!r}")
     changes: list[Change] = []
     for item in document["changes"]:
         kind, *fields = item
@@ -176,4 +206,4 @@ def read_record(payload: bytes) -> tuple[int, list[Change]]:
             changes.append(SetAttrs(str(key), decode_attrs(attrs)))
         else:
             raise ValueError(f"a journal change of the unknown kind {kind!r}")
-    return seq, changes
+    return JournalRecord(snapshot_id, seq, changes)

@@ -2,10 +2,14 @@
 
 Each record is framed as ``b"LKJ1"``, the payload's length and its CRC-32 (big-endian 32-bit integers), then
 the payload. A record is written at the end of the last whole record and fsynced before the write counts as
-done, so a process killed during an append leaves at most one torn record, at the very end: it is shorter
-than its header says, or its checksum fails on the last bytes of the file, or it is zeros the file system
-allocated but never wrote. Readers ignore it and the next append writes over it. Damage anywhere else (a
-record that fails its checksum with more records after it) is not a torn append and is reported.
+done, so an append cut short leaves at most one torn record, at the very end. A killed process leaves a
+prefix of the record (the kernel copies a write into the file in order), so the record is shorter than its
+header says. A power cut may also leave blocks that the file's new size covers but that were never written,
+which read as zeros: the tail is all zeros, or the last record has its full length but a whole sector of its
+payload is zeros (a payload is JSON, which never holds a zero byte). Readers ignore a torn record and the next
+append writes over it. Anything else is damage and is reported: a record that fails its checksum with more
+records after it, and a last record of full length that fails its checksum with no unwritten sector in it
+(a changed byte in a write that was acknowledged, which must not vanish unnoticed).
 
 Between appends the file only ever grows by whole records, and whoever cuts a torn tail writes a record in
 its place before anyone else can read, so a reader that has read up to offset N knows the first N bytes
@@ -28,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 MAGIC = b"LKJ1"
 _HEADER = struct.Struct(">4sII")  # magic, payload length, CRC-32 of the payload
+# The smallest unit a disk writes and a file system allocates: blocks a power cut left unwritten are whole sectors.
+SECTOR_BYTES = 512
 
 
 class DamagedJournalError(ValueError):
@@ -72,11 +78,28 @@ def whole_records(data: bytes, start: int = 0) -> tuple[list[bytes], int]:
         payload = data[position + _HEADER.size:body_end]
         if zlib.crc32(payload) != checksum:
             if body_end == len(data):
-                break  # the last record, not wholly on disk
+                if _unwritten_sector(data, position + _HEADER.size, start):
+                    break  # the last record, sized by the file system but not wholly written when the power went
+                raise DamagedJournalError(
+                    f"the last record, at offset {start + position}, fails its checksum though every byte of it was "
+                    f"written: a changed byte, not a torn append (cutting the journal to {start + position} bytes "
+                    "would give up that one write)"
+                )
             raise DamagedJournalError(f"the record at offset {start + position} fails its checksum")
         records.append(payload)
         position = body_end
     return records, start + position
+
+
+def _unwritten_sector(data: bytes, begin: int, start: int = 0) -> bool:
+    """Whether ``data[begin:]`` (``data`` begins at file offset ``start``) holds a sector of zeros: a whole one, or
+    one the end of the file cuts short."""
+    first = begin + (-(start + begin)) % SECTOR_BYTES  # the first sector boundary at or after ``begin``
+    for at in range(first, len(data), SECTOR_BYTES):
+        sector = data[at:at + SECTOR_BYTES]
+        if sector.count(0) == len(sector):
+            return True
+    return False
 
 
 class Journal:

@@ -20,6 +20,7 @@ import pytest
 from lastknown_graph.domain.models import FactStatus, UserExport
 from lastknown_graph.errors import CorruptStoreFileError
 from lastknown_graph.store import EmbeddedStore
+from lastknown_graph.store.graph_codec import FILE_VERSION
 from lastknown_graph.store.journal import frame, whole_records
 from lastknown_graph.store.vectors import to_float32_bytes
 from tests.builders import SessionBuilder, vec
@@ -148,7 +149,7 @@ def test_a_whole_record_that_does_not_fit_the_graph_is_refused_and_undone_in_a_r
     cat = write_fact(store, "s-1", "Has a cat", 1)
     reader = EmbeddedStore(path)
     good = journal.read_bytes()
-    misfit = {"seq": 2, "changes": [
+    misfit = {"snapshot": json.loads(whole_records(good)[0][0])["snapshot"], "seq": 2, "changes": [
         ["set", f"fact\x1f{cat}", {"status": "retired"}],
         ["set", "fact\x1fnobody", {"status": "retired"}],
     ]}
@@ -293,8 +294,8 @@ def test_a_store_file_written_before_the_journal_opens_and_moves_to_the_journal_
     store = EmbeddedStore(path)
     assert store.export_user("alice").canonical() == expected
     assert store.embedding_dimension() == DIMENSION
-    write_fact(store, "s-3", "Has a cat", 3)  # rewrites the file whole, as version 2, once
-    assert json.loads(path.read_bytes())["version"] == 2 and not journal.exists()
+    write_fact(store, "s-3", "Has a cat", 3)  # rewrites the file whole, as the current version, once
+    assert json.loads(path.read_bytes())["version"] == FILE_VERSION and not journal.exists()
     snapshot = path.read_bytes()
     write_fact(store, "s-4", "Owns a boat", 4)
     assert path.read_bytes() == snapshot and journal.exists()

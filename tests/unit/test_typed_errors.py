@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lastknown_graph import CorruptStoreFileError, EmbeddedStore, InvalidInputError, Memory, MemoryReader, StoreError
+from lastknown_graph.store.snapshot_seal import seal
 from lastknown_graph.testing import HashedEmbedder, ScriptedModel
 from tests.scripted_moves import moving_to_porto
 
@@ -115,7 +116,8 @@ def test_a_store_file_valid_as_json_but_not_as_a_store_is_corrupt_and_never_save
     else:
         node = next(n for n in document["nodes"] if n["attrs"].get("label") == "Fact")
         del node["attrs"]["label" if damage == "label" else "text"]
-    path.write_text(json.dumps(document), encoding="utf-8")
+    del document["crc32"]  # sealed again below, so that the shape check, not the checksum, refuses it
+    path.write_bytes(seal(json.dumps(document).encode()))
     damaged = path.read_bytes()
     with pytest.raises(CorruptStoreFileError):
         MemoryReader(EmbeddedStore(path), "ada").history()
