@@ -27,7 +27,7 @@ from lastknown_graph.errors import LastknownError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
-from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 
 FEBRUARY = [
     "I've been in Portland for years now, the rain doesn't even bother me anymore.",
@@ -58,30 +58,31 @@ def scripted_rules() -> list[Rule]:
     painting made a house painter); nothing here is a model's judgement."""
     return [
         Rule(purpose="extraction", contains="nurse at St. Mary's", reply=Reply.json({"facts": [
-            _fact("Works as a nurse at St. Mary's", "job")]})),
+            _fact("Works as a nurse at St. Mary's", "job_title")]})),
         Rule(purpose="extraction", contains="painting the nursery", reply=Reply.json({"facts": [
-            _fact("Works as a house painter", "occupation", inferred=True)]})),
+            _fact("Works as a house painter", "job_title", inferred=True)]})),
         Rule(purpose="extraction", contains="second coat", reply=Reply.json({"facts": [
-            _fact("Works as a house painter", "job", inferred=True)]})),
-        Rule(purpose="stage1", contains=["nurse at St. Mary's", "house painter"], reply=still_true(0.3)),
-        Rule(purpose="stage2", contains=["nurse at St. Mary's", "house painter"], reply=Reply.json({
-            "reasoning": "Painting all weekend suggests painting is now her work.", "verdict": "no_longer_true"})),
+            _fact("Works as a house painter", "job_title", inferred=True)]})),
+        Rule(purpose="value_change", contains=["nurse at St. Mary's", "house painter"], reply=Reply.json({
+            "reasoning": "Painting all weekend suggests painting is now her work.", "verdict": "different"})),
         Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
-            _fact("Lives in Portland", "location"),
-            _fact("Does not mind the rain", "weather_attitude"),
+            _fact("Lives in Portland", "home_location"),
+            _fact("Does not mind the rain", "like"),
             _fact("Is on the train to work", "current_activity", kind="moment", evidence=1),
-            _fact("Is interested in sourdough", "hobby", evidence=1),
+            _fact("Reads about sourdough", "hobby", evidence=1),
         ]})),
         Rule(purpose="extraction", contains="bark scorpion", reply=Reply.json({"facts": [
-            _fact("Lives in a hot desert region", "location", inferred=True),
+            _fact("Lives in a hot desert region", "home_location", inferred=True),
             _fact("Is making coffee before work", "current_activity", kind="moment", evidence=1),
         ]})),
-        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.12)),
-        Rule(purpose="stage1", reply=still_true(0.96)),
-        Rule(purpose="stage2", contains="Lives in Portland", reply=Reply.json({
+        Rule(purpose="value_change", contains="Lives in Portland", reply=Reply.json({
             "reasoning": "Bark scorpions and dry heat point to a hot desert; Portland is rainy and temperate.",
-            "verdict": "no_longer_true"})),
-        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can be true at once.", "verdict": "still_true"})),
+            "verdict": "different"})),
+        Rule(purpose="value_change", reply=Reply.json({"reasoning": "The same value in other words.",
+                                                        "verdict": "same"})),
+        Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing listed depends on it.",
+                                                      "no_longer_true": []})),
+        Rule(purpose="ended", reply=Reply.json({"reasoning": "Nothing listed is over.", "no_longer_true": []})),
         Rule(purpose="premise", contains=["Portland", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", reply="(scripted) Last time you mentioned scorpions and dry heat, so it sounds "

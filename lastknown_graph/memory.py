@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import random
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from lastknown_graph import tracing
 from lastknown_graph.config import Settings, load_settings
+from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.domain.models import (
     FactStatus,
     HistoryEntry,
@@ -27,9 +27,8 @@ from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, SessionConflictError, StaleStateError
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
-from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
-from lastknown_graph.pipeline.no_news import no_news_level
+from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.user_words import UserWordsSettings, closest_user_words, render_user_words
 from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
@@ -118,26 +117,28 @@ class Memory(MemoryReader):
         premise_settings: PremiseSettings | None = None,
         user_words_settings: UserWordsSettings | None = None,
         priors: VolatilityPriors | None = None,
+        attributes: AttributeTable | None = None,
         max_conversation_chars: int = MAX_CONVERSATION_CHARS,
         review_band: float = DEFAULT_REVIEW_BAND,
     ) -> None:
-        """``max_conversation_chars`` bounds one ``write()``'s user turns together (each turn is bounded anyway);
-        ``review_band`` is ``review()``'s default band."""
+        """``attributes``: what a fact can be about and the rules of each (``domain/attributes.py``; extend the
+        default with ``AttributeTable().with_attributes(...)``). ``max_conversation_chars`` bounds one ``write()``'s
+        user turns together (each turn is bounded anyway); ``review_band`` is ``review()``'s default band."""
         limit = max_conversation_chars
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInputError(f"max_conversation_chars must be a positive integer, got {limit!r}")
+        if attributes is not None and not isinstance(attributes, AttributeTable):
+            raise InvalidInputError(f"attributes must be an AttributeTable, got {type(attributes).__name__}")
         user = user_argument(user)  # before a default store is opened for it
         super().__init__(store if store is not None else default_store(), user, embedder=embedder, priors=priors,
                          review_band=review_band)
         self.llm = llm
         self.conflict_settings = conflict_settings or ConflictSettings()
+        self.attributes = attributes or AttributeTable()
         self.premise_settings = premise_settings or PremiseSettings()
         self.user_words_settings = user_words_settings or UserWordsSettings()
         self._schema_ready = False
         self.max_conversation_chars = max_conversation_chars
-        # ConflictSettings.stage1_bar_cap="no_news": measured on the first write, then kept. Two
-        # writes racing to it both measure; the level is the same either way.
-        self._no_news_level: float | None = None
 
     def _ensure_schema(self) -> None:
         if not self._schema_ready:
@@ -211,9 +212,9 @@ class Memory(MemoryReader):
         for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
             with tracing.span(tracing.PLAN, {tracing.ATTEMPT: attempt}):
                 plan = plan_write(
-                    llm=llm, embedder=self.embedder, store=self.store, settings=self._planning_settings(llm, meter),
-                    priors=self.priors, meter=meter, user_id=self.user, session_id=session_id, day=day,
-                    user_messages=turns, memo=memo,
+                    llm=llm, embedder=self.embedder, store=self.store, settings=self.conflict_settings,
+                    priors=self.priors, attributes=self.attributes, meter=meter, user_id=self.user,
+                    session_id=session_id, day=day, user_messages=turns, memo=memo,
                 )
             outcome = self._apply(plan.change, attempt)
             if outcome is None:
@@ -230,17 +231,6 @@ class Memory(MemoryReader):
                 **plan.report_fields(),
             )
         raise AssertionError("unreachable")
-
-    def _planning_settings(self, llm: ChatModel, meter: UsageMeter) -> ConflictSettings:
-        """The conflict settings with ``stage1_bar_cap="no_news"`` made a number (measured on first use; its calls
-        are the first write's); unchanged otherwise, or where the server gives no logprobs (no stage 1)."""
-        settings = self.conflict_settings
-        if settings.stage1_bar_cap != "no_news" or not llm.capabilities().logprobs:
-            return settings
-        if self._no_news_level is None:
-            self._no_news_level = no_news_level(llm, meter)
-            logger.info("stage 1's no-news level for this model: P(still true) %.3f", self._no_news_level)
-        return dataclasses.replace(settings, stage1_bar_cap=self._no_news_level)
 
     def _apply(self, change: SessionWrite, attempt: int) -> WriteOutcome | None:
         """The store's one transaction; None when the store refused the plan as stale (raised on the last attempt)."""

@@ -4,6 +4,12 @@ from enum import StrEnum
 
 
 class Stage(StrEnum):
+    # How a write decides since attributes (pipeline/judgment.py):
+    REPLACED = "replaced"  # a stated new value of a one-valued attribute replaced the current one: no model asked
+    JUDGED = "judged"  # the model said an implied or vaguer value of a one-valued attribute is a different value
+    DEPENDENT = "dependent"  # the model said a change of the attribute it depends on (or of its family) ended it
+    ENDED = "ended"  # the user said something is over, and the model named which fact of that attribute it ends
+    # Written by versions before attributes (pairwise checks), and still read:
     STAGE1 = "stage1"  # the one-token check: the earlier fact is still true, nothing more asked
     STAGE2 = "stage2"  # the reasoning check decided
     SCREEN = "screen"  # the write's one screening call did not list the pair: the earlier fact is still true

@@ -21,6 +21,7 @@ DEFAULT_PRIORS: Mapping[str, float] = MappingProxyType({
     "skill": 0.25,
     "professional_context": 0.30,
     "relationship": 0.35,
+    "health": 0.35,
     "stated_preference": 0.45,
     "opinion": 0.50,
     "current_project": 0.55,

@@ -226,3 +226,38 @@ def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:
     if best == 0:
         return list(range(len(user_messages)))
     return [index for index, overlap in enumerate(overlaps) if overlap == best]
+
+
+# Words that tie a statement to one moment: a fact that names one is about that moment, not a lasting state.
+_MOMENT_WORDS = re.compile(
+    r"\b(tonight|this (morning|afternoon|evening|week ?end)|today|right now|at the moment|just now|tomorrow|"
+    r"yesterday|last night)\b",
+    re.IGNORECASE,
+)
+
+
+def names_a_moment(fact_text: str) -> bool:
+    """A fact that names one moment ("Needs a longer walk tonight", "Is tired today")."""
+    return _MOMENT_WORDS.search(fact_text) is not None
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_COPY_SHARE = 0.9  # of a sentence's words in the fact, in the fact's own order or not
+_COPY_MIN_WORDS = 5  # shorter sentences ("I am vegan.") are facts said plainly
+
+
+def copies_a_sentence(fact_text: str, user_messages: list[str]) -> bool:
+    """The fact is one of the user's sentences copied (first person, or nearly every word of a sentence of at least
+    five words), not a fact about the user distilled from it."""
+    words = [w.lower().replace("’", "'") for w in _WORD.findall(fact_text)]
+    if words and words[0] in _FIRST_PERSON:
+        return True
+    fact_words = set(words)
+    for message in user_messages:
+        for sentence in _SENTENCE_END.split(message):
+            said = [w.lower().replace("’", "'") for w in _WORD.findall(sentence)]
+            if len(said) >= _COPY_MIN_WORDS and len(fact_words) >= _COPY_MIN_WORDS \
+                    and sum(w in fact_words for w in said) >= _COPY_SHARE * len(said) \
+                    and len(fact_words) <= len(set(said)) + 1:
+                return True
+    return False

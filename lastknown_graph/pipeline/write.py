@@ -1,32 +1,30 @@
 """Turning one conversation into one atomic SessionWrite, and saying what it did.
 
-Nothing here writes: the plan is computed from a read of the store and the model's
-answers, then applied by the store in one transaction. Every index and id the model
-returns is checked against what it was shown.
+Nothing here writes: the plan is computed from a read of the store and the model's answers, then applied by the
+store in one transaction. Every index and id the model returns is checked against what it was shown. What a new
+fact does to the facts already known is decided by its attribute (``pipeline/judgment.py``, where each route says
+why).
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
 import math
-import re
 import uuid
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
 from lastknown_graph import tracing
+from lastknown_graph.domain.attributes import Attribute, AttributeTable
 from lastknown_graph.domain.models import (
-    UNASSIGNED_DOMAIN,
     CheckCount,
     Fact,
     FactKind,
-    FactStatus,
     MessageRecord,
     NewFact,
-    ProbeCandidates,
     SessionRecord,
     SessionWrite,
 )
@@ -43,23 +41,7 @@ from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.validation import MAX_FACT_CHARS, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors, evidence_needed
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.llm import ChatModel, UsageMeter, concurrency_of
-from lastknown_graph.pipeline.conflicts import (
-    Candidate,
-    ConflictSettings,
-    PairDecision,
-    candidate_probe,
-    domain_candidate_budget,
-    flag_bar,
-    is_near_repetition,
-    is_repetition,
-    judge_pair,
-    moment_expires,
-    outdated_list,
-    select_candidates,
-    stage1_probability,
-    stage2_decision,
-)
+from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.decisions import (
     Add,
     Confirm,
@@ -75,18 +57,29 @@ from lastknown_graph.pipeline.decisions import (
     report_entries,
     session_changes,
 )
-from lastknown_graph.pipeline.fan_out import in_order, in_parts
 from lastknown_graph.pipeline.grounding import (
+    copies_a_sentence,
     from_impersonal_requests,
     invented_quote,
     likely_sources,
     mostly_words_of,
+    names_a_moment,
     only_says_outdated,
     reads_like_an_answer,
     shares_no_word,
     ungrounded_terms,
 )
-from lastknown_graph.pipeline.screening import ScreenItem, screen_write
+from lastknown_graph.pipeline.judgment import (
+    ConflictSettings,
+    Route,
+    Verdict,
+    is_repetition,
+    judge_value,
+    moment_expires,
+    needs_judgment,
+    same_value,
+    which_no_longer_true,
+)
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.extraction import (
     MAX_FACTS_PER_CONVERSATION,
@@ -96,27 +89,13 @@ from lastknown_graph.prompts.extraction import (
     example_texts,
     extraction_messages,
 )
+from lastknown_graph.prompts.no_longer_true import changed_news, ended_news
 from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)
 
 
 _MESSAGE_NAMESPACE = uuid.UUID("5b0c1d8e-2f43-4b8e-9a57-9d5f3c1e7a21")
-
-# Everything the model is shown about a pair: earlier text, its day, its domain, later text, later day, the user's
-# words. Two pairs with the same key get the same question, so one answer serves both.
-PairKey = tuple[str, date, str | None, str, date, tuple[str, ...]]
-
-
-MAX_TOPIC_CHARS = 40  # topics name an attribute ("location"); a sentence in that field is a model slip
-
-
-def topic_key(raw: str) -> str:
-    """snake_case topic, or "" when the model's topic is not a short attribute name."""
-    topic = re.sub(r"[^a-z0-9]+", "_", raw.lower()).strip("_")
-    if not topic or not topic[0].isalpha() or len(topic) > MAX_TOPIC_CHARS or topic.count("_") > 3:
-        return ""
-    return topic
 
 
 def conversation_digest(user_messages: list[str]) -> str:
@@ -135,27 +114,36 @@ class WritePlan:
 
     change: SessionWrite
     decisions: tuple[Decision, ...]
+    routes: tuple[Route, ...] = ()  # how each new fact was decided, in order (the write's trace shows them)
 
     def report_fields(self) -> dict[str, tuple[ReportEntry, ...]]:
         return report_entries(list(self.decisions))
 
 
+def _topic_name(raw: str) -> str:
+    """A model's topic as a snake_case name ("Home location" -> "home_location")."""
+    return "_".join(normalised(raw).split())
+
+
 def _usable_facts(
-    extraction: Extraction, user_messages: list[str], rejected: list[Decision]
-) -> list[tuple[ExtractedFact, list[int]]]:
-    usable: list[tuple[ExtractedFact, list[int]]] = []
+    extraction: Extraction, user_messages: list[str], rejected: list[Decision],
+    resolve: Callable[[str], Attribute],
+) -> list[tuple[ExtractedFact, Attribute, list[int]]]:
+    """The extraction's facts the checks let through, each with its attribute and its evidence; the others become
+    ``Reject`` decisions with the reason."""
+    usable: list[tuple[ExtractedFact, Attribute, list[int]]] = []
     seen: set[tuple[str, str]] = set()
     copied = example_fact_texts()
     example = example_texts()
     for fact in extraction.facts[:MAX_FACTS_PER_CONVERSATION]:
-        text, topic = fact.text.strip(), topic_key(fact.topic)
+        text = fact.text.strip()
+        attribute = resolve(_topic_name(fact.topic))
         if normalised(text) in copied:
             # Small models copy a prompt's example into their answer; the user never said it.
             rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
             continue
-        if not text or not topic:
-            reason = f"empty text or unusable topic {fact.topic[:80]!r}"
-            rejected.append(Reject.of(text=fact.text[:MAX_FACT_CHARS], reason=reason))
+        if not text:
+            rejected.append(Reject.of(text="", reason="empty text"))
             continue
         try:
             check_text(text)
@@ -163,7 +151,7 @@ def _usable_facts(
             rejected.append(Reject.of(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
             continue
         if shares_no_word(text, user_messages) and mostly_words_of(text, example):
-            # The example reworded ("Works as a fire station employee"): still not the user's.
+            # The example reworded ("Works at a lighthouse"): still not the user's.
             rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
             continue
         if from_impersonal_requests(text, user_messages):
@@ -185,6 +173,15 @@ def _usable_facts(
             reason = f"longer than {MAX_FACT_CHARS} characters"
             rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason=reason))
             continue
+        if names_a_moment(text) and fact.kind == "state":
+            # "Needs a longer walk tonight" is about one evening: stored as lasting, it would outlive the evening.
+            fact = fact.model_copy(update={"kind": "moment"})
+        if copies_a_sentence(text, user_messages) and fact.kind == "state":
+            # The user's sentence copied, not a fact distilled from it: it names no attribute's value, and the
+            # user's words are kept verbatim anyway.
+            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="the user's sentence copied word for word, "
+                                      "not a fact"))
+            continue
         evidence = sorted({i for i in fact.evidence if 0 <= i < len(user_messages)})
         if len(evidence) != len(set(fact.evidence)):
             logger.info("extraction cited message indices outside 0..%d; ignored", len(user_messages) - 1)
@@ -198,11 +195,11 @@ def _usable_facts(
                 # allergic to peanuts"), at worst text from elsewhere; either way it is not a statement.
                 logger.info("stated fact %r shares no word with the messages; kept as inferred", text[:80])
                 fact = fact.model_copy(update={"inferred": True})
-        key = (normalised(text), topic)
+        key = (normalised(text), attribute.name)
         if key in seen:
             continue
         seen.add(key)
-        usable.append((fact.model_copy(update={"text": text, "topic": topic}),
+        usable.append((fact.model_copy(update={"text": text, "topic": attribute.name}), attribute,
                        evidence or likely_sources(text, user_messages)))
     return usable
 
@@ -211,24 +208,15 @@ def _usable_facts(
 class PlanningMemo:
     """What planning one write learns that does not depend on the stored state.
 
-    Kept across the re-plans of one ``Memory.write`` after a lost race, so planning again costs
-    store reads and only the checks of pairs not judged before: no second extraction, no second
-    embedding, no second verdict on the same pair. A short re-plan is also what lets a writer
-    that lost a race win the next one.
+    Kept across the re-plans of one ``Memory.write`` after a lost race, so planning again costs store reads and only
+    the questions not asked before: no second extraction, no second embedding, no second verdict on the same
+    question. A short re-plan is also what lets a writer that lost a race win the next one.
     """
 
     extraction: Extraction | None = None
     embeddings: list[list[float]] | None = None
-    decisions: dict[PairKey, PairDecision] = field(default_factory=dict)
-    # The screening call's answer per pair (True: listed, goes to stage 2); a re-plan screens only pairs not in it.
-    screened: dict[PairKey, bool] = field(default_factory=dict)
-    # Stage 1's P(still true) per pair, asked ahead of stage 2: in one call per new fact (ConflictSettings.screening
-    # "per_new_fact"), or pair by pair when ConflictSettings.stage2_per_new_fact ranks them.
-    stage1: dict[PairKey, float] = field(default_factory=dict)
-
-
-def pair_key(earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairKey:
-    return (earlier.text, earlier.valid_from, earlier.domain, later_text, later_day, tuple(later_words))
+    # A model's verdicts by the question asked: (purpose, stored facts' texts and days, the news, its day, the words).
+    verdicts: dict[tuple[object, ...], dict[str, Verdict]] = field(default_factory=dict)
 
 
 @dataclass
@@ -236,9 +224,9 @@ class _Planner:
     """Decides, fact by fact, what one conversation changes; the stored state it reads does not change meanwhile."""
 
     llm: ChatModel
-    store: Store
     settings: ConflictSettings
     priors: VolatilityPriors
+    attributes: AttributeTable
     meter: UsageMeter
     memo: PlanningMemo
     user_id: str
@@ -248,366 +236,218 @@ class _Planner:
     messages: tuple[MessageRecord, ...]
     recorded_at: datetime
     decisions: list[Decision]
+    current: list[Fact]  # the user's current facts when the plan began, most recent first
     retirement_allowance: int  # how many facts this session may retire (ConflictSettings: the blast radius)
-    concurrency: int = 1  # checks asked of the model at once (LLM(max_concurrent=...)); 1: one after the other
-    checks: dict[str, list[int]] = field(default_factory=dict)  # checked fact's domain -> [checks, at stage 2]
-    retired: int = 0
-    touched: set[str] = field(default_factory=set)  # facts this write already confirmed, retired or expired
     # (old fact id, the new fact's words normalised) of each retirement the user rejected on review: a new fact saying
     # the same never retires that fact again, and the model is not asked.
     rejected: frozenset[tuple[str, str]] = frozenset()
-    # While one new fact's earlier facts are checked under ConflictSettings.stage2_per_new_fact: the flagged pairs
-    # that may go to stage 2. None: no budget, every flagged pair goes.
-    stage2_allowed: frozenset[PairKey] | None = None
+    checks: dict[str, list[int]] = field(default_factory=dict)  # stored fact's domain -> [asked about, ended]
+    retired: int = 0
+    touched: set[str] = field(default_factory=set)  # stored facts this write confirmed, retired, expired or kept
+    asked_after_change: set[str] = field(default_factory=set)  # stored facts already listed in a dependants call
+    routes: list[Route] = field(default_factory=list)
 
-    def was_rejected(self, earlier: Fact, later_text: str) -> bool:
-        return (earlier.id, normalised(later_text)) in self.rejected
+    def attribute_of(self, fact: Fact) -> Attribute:
+        return self.attributes.resolve(fact.topic)
 
-    def check_pair(self, earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
-        """Is ``earlier`` still true once ``later_text`` holds? Asked of the model once per write, counted per plan."""
-        key = pair_key(earlier, later_text, later_day, later_words)
-        decision = self.memo.decisions.get(key)
-        if decision is None:
-            decision = self._judge(earlier, later_text, later_day, later_words)
-            self.memo.decisions[key] = decision
-        counts = self.checks.setdefault(earlier.domain or UNASSIGNED_DOMAIN, [0, 0])
-        counts[0] += 1
-        counts[1] += decision.stage in (Stage.STAGE2, Stage.STAGE1_CONFIDENT, Stage.SCREEN_STAGE2)
-        return decision
+    def on_attribute(self, attribute: Attribute, *, states: bool = True) -> list[Fact]:
+        """The current facts of ``attribute`` this write has not touched (states only, unless ``states`` is False)."""
+        return [f for f in self.current if self.attribute_of(f) is attribute and f.id not in self.touched
+                and (not states or f.kind is FactKind.STATE)]
 
-    def _judge(self, earlier: Fact, later_text: str, later_day: date, later_words: list[str]) -> PairDecision:
-        listed = self.memo.screened.get(pair_key(earlier, later_text, later_day, later_words))
-        if listed is False:
-            return PairDecision(False, Stage.SCREEN, None, "screen: not listed as a possible change")
-        if listed:
-            return stage2_decision(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
-                                   None, Stage.SCREEN_STAGE2)
-        ranked = self.memo.stage1.get(pair_key(earlier, later_text, later_day, later_words))
-        if self.stage2_allowed is not None and ranked is not None:
-            return self._judge_ranked(earlier, later_text, later_day, later_words, ranked)
-        # Not screened (per-pair setting, a later-stated fact, or an unreadable screen): stage 1 unless the new fact's
-        # list answered it already, then stage 2.
-        return judge_pair(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
-                          earlier_volatility=self.priors.of(earlier.domain), probability=ranked)
+    def was_rejected(self, stored: Fact, new_text: str) -> bool:
+        return (stored.id, normalised(new_text)) in self.rejected
 
-    def _judge_ranked(
-        self, earlier: Fact, later_text: str, later_day: date, later_words: list[str], probability: float
-    ) -> PairDecision:
-        """Stage 2 for a flagged pair only if it is among the new fact's likeliest changes (``stage2_allowed``)."""
-        volatility = self.priors.of(earlier.domain)
-        bar = flag_bar(self.settings, volatility)
-        allowed = self.stage2_allowed or frozenset()
-        if probability < bar and pair_key(earlier, later_text, later_day, later_words) not in allowed:
-            return PairDecision(
-                False, Stage.STAGE1, probability,
-                f"stage 1: P(still true) {probability:.2f} is below the bar {bar:.2f}, but "
-                f"{self.settings.stage2_per_new_fact} likelier changes of this new fact went to stage 2", bar,
-            )
-        return judge_pair(self.llm, self.meter, earlier, later_text, later_day, later_words, self.settings,
-                          earlier_volatility=volatility, probability=probability)
+    # ------------------------------------------------------------------ one new fact
 
-    def _rank_for_stage2(
-        self, new: NewFact, candidates: list[Candidate], words: list[str]
-    ) -> frozenset[PairKey] | None:
-        """Under ``ConflictSettings.stage2_per_new_fact``: ask stage 1 about every earlier fact the loop may check
-        (concurrently where the client allows), and return the flagged pairs with the lowest P(still true), ties in
-        candidate order. None when there is no budget, no logprobs to rank by, or the pairs are screened."""
-        budget = self.settings.stage2_per_new_fact
-        if (budget is None or new.kind is not FactKind.STATE or self.settings.screening == "one_call"
-                or not self.llm.capabilities().logprobs):
-            return None
-        keys: dict[PairKey, Fact] = {}
-        for candidate in candidates:
-            earlier = candidate.fact
-            if not self._judged_as_pair(new, earlier):
-                continue
-            key = pair_key(earlier, new.text, self.day, words)
-            if key not in self.memo.decisions and key not in self.memo.screened:
-                keys.setdefault(key, earlier)
-        unasked = [key for key in keys if key not in self.memo.stage1]
-        answers = in_order([
-            functools.partial(stage1_probability, self.llm, self.meter, keys[key], new.text, self.day)
-            for key in unasked
-        ], self.concurrency)
-        self.memo.stage1.update(zip(unasked, answers, strict=True))
-        flagged = [
-            (self.memo.stage1[key], position, key) for position, (key, earlier) in enumerate(keys.items())
-            if self.memo.stage1[key] < flag_bar(self.settings, self.priors.of(earlier.domain))
-        ]
-        return frozenset(key for _, _, key in sorted(flagged)[:budget])
-
-    def _ask_listed(self, new: NewFact, candidates: list[Candidate], words: list[str]) -> None:
-        """Under ``ConflictSettings.screening = "per_new_fact"``: stage 1 for every earlier fact the loop may check,
-        in one call per ``ConflictSettings.stage1_list_size`` of them, nearest first (``prompts/still_true_list.py``);
-        the answers wait in the memo for ``_judge``. A fact whose line could not be read is left out, and so asked on
-        its own. Only where the server gives logprobs: without them stage 1 is not asked at all (every pair goes to
-        stage 2), and a list's Yes/No text could not flag generously."""
-        if (self.settings.screening != "per_new_fact" or new.kind is not FactKind.STATE
-                or not self.llm.capabilities().logprobs):
-            return
-        keys: dict[PairKey, Fact] = {}
-        for candidate in candidates:
-            if self._judged_as_pair(new, candidate.fact):
-                key = pair_key(candidate.fact, new.text, self.day, words)
-                if key not in self.memo.decisions and key not in self.memo.stage1:
-                    keys.setdefault(key, candidate.fact)
-        parts = in_parts(list(keys.items()), self.settings.stage1_list_size)
-        answers = in_order([
-            functools.partial(outdated_list, self.llm, self.meter, [earlier for _, earlier in part], new.text,
-                              self.day)
-            for part in parts
-        ], self.concurrency)
-        for part, probabilities in zip(parts, answers, strict=True):
-            for (key, _), probability in zip(part, probabilities, strict=True):
-                if probability is not None:
-                    self.memo.stage1[key] = probability
-
-    def earlier_candidates(self, found_for_fact: ProbeCandidates, topic: str) -> list[Candidate]:
-        """The candidates a new fact is checked against: stated on or before this conversation's day."""
-        found = select_candidates(found_for_fact, topic, self.settings)
-        return [c for c in found if c.fact.id not in self.touched and c.fact.valid_from <= self.day]
-
-    def screen(self, usable: list[tuple[ExtractedFact, list[int]]], found_per_fact: list[ProbeCandidates]) -> None:
-        """Ask the screening call about every (new state fact, earlier state fact) pair the plan may check and has
-        not screened before; the answers wait in the memo for ``_judge``.
-
-        A fact said again word for word checks nothing (``_repetition``), and moments are not judged in pairs, so
-        neither is shown. The pairs of facts stated after this conversation (``_check_later_facts``) turn the roles
-        round and stay per pair: they are rare (conversations written out of date order).
-        """
-        items: list[ScreenItem] = []
-        keys: list[dict[str, PairKey]] = []
-        for (fact, evidence), found_for_fact in zip(usable, found_per_fact, strict=True):
-            found = select_candidates(found_for_fact, fact.topic, self.settings)
-            candidates = self.earlier_candidates(found_for_fact, fact.topic)
-            if FactKind(fact.kind) is not FactKind.STATE or any(is_repetition(fact.text, fact.topic, c) for c in found):
-                continue
-            words = [self.user_messages[i] for i in evidence]
-            pending = {
-                c.fact.id: pair_key(c.fact, fact.text, self.day, words) for c in candidates
-                if c.fact.kind is FactKind.STATE
-            }
-            pending = {fact_id: key for fact_id, key in pending.items() if key not in self.memo.screened}
-            if pending:
-                items.append(ScreenItem(fact.text, [c.fact for c in candidates if c.fact.id in pending]))
-                keys.append(pending)
-        if not items:
-            return
-        flagged = screen_write(self.llm, self.meter, self.day, items)
-        if flagged is None:
-            return
-        for pending, listed in zip(keys, flagged, strict=True):
-            for fact_id, key in pending.items():
-                self.memo.screened[key] = fact_id in listed
-
-    def _ask_ahead(self, earlier_facts: list[Fact], later_text: str, later_day: date, later_words: list[str]) -> None:
-        """Ask the model about pairs the plan is certain to check, up to ``concurrency`` at once (with concurrency 1
-        nothing is asked ahead: the loop asks each pair as it reaches it, as it always has).
-
-        Only the asking moves ahead: the answers wait in the memo, and the decisions are still made one pair at a
-        time in the sequential order, so they are the decisions a one-at-a-time plan makes. A failed call fails the
-        plan here, as it would have a moment later in the loop (nothing is stored either way).
-        """
-        keys: dict[PairKey, Fact] = {}
-        for earlier in earlier_facts:
-            key = pair_key(earlier, later_text, later_day, later_words)
-            if key not in self.memo.decisions:
-                keys.setdefault(key, earlier)
-        answers = in_order([
-            functools.partial(self._judge, earlier, later_text, later_day, later_words) for earlier in keys.values()
-        ], self.concurrency)
-        self.memo.decisions.update(zip(keys, answers, strict=True))
-
-    def _could_resist(self, new: NewFact, earlier: Fact) -> bool:
-        """Whether ``earlier`` would resist ``new`` if the check said it retires: an inferred blip against a fact
-        confirmed often enough in a stable domain is kept as evidence (a dispute) instead."""
-        needed = evidence_needed(len(earlier.confirmed_in), self.priors.of(earlier.domain))
-        return new.inferred and needed is not None and len(earlier.contradicted_in) + 1 < needed
-
-    def _judged_as_pair(self, new: NewFact, earlier: Fact) -> bool:
-        """Whether the loop of ``_check_earlier_facts`` asks the model about (earlier, new): not a fact it already
-        touched, not a moment (moments expire or are left alone), not a pair the user rejected on review."""
-        if earlier.id in self.touched or moment_expires(new.kind, new.topic, earlier):
-            return False
-        return not (new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT
-                    or self.was_rejected(earlier, new.text))
-
-    def _checks_ahead(self, new: NewFact, candidates: list[Candidate], start: int) -> tuple[list[Fact], int]:
-        """The earlier facts from ``candidates[start:]`` that ``_check_earlier_facts`` checks whatever the answers,
-        and the index after the last of them.
-
-        The loop skips facts already touched and moments; it may stop early only at a fact that could resist (the
-        new fact then becomes evidence and checks nothing more), so the certain checks end with the first of those.
-        What the loop touches on the way is only the fact in hand, so the prediction is exact.
-        """
-        certain: list[Fact] = []
-        for index in range(start, len(candidates)):
-            earlier = candidates[index].fact
-            if not self._judged_as_pair(new, earlier):
-                continue
-            certain.append(earlier)
-            if self._could_resist(new, earlier):
-                return certain, index + 1
-        return certain, len(candidates)
-
-    def plan_fact(
-        self, fact: ExtractedFact, evidence: list[int], embedding: list[float], found_for_fact: ProbeCandidates
-    ) -> None:
-        kind = FactKind(fact.kind)
+    def plan_fact(self, fact: ExtractedFact, attribute: Attribute, evidence: list[int], embedding: list[float]) -> None:
+        kind = FactKind.MOMENT if attribute.moment else FactKind(fact.kind)
         words = [self.user_messages[i] for i in evidence]
         source_ids = tuple(self.messages[i].id for i in evidence)
-        # A conversation dated before a fact was stated cannot make that fact stop being true.
-        found = select_candidates(found_for_fact, fact.topic, self.settings)
-        candidates = self.earlier_candidates(found_for_fact, fact.topic)
-        # ... but a fact stated after it may have made this conversation's fact untrue already
-        # (conversations written out of date order: imports, parallel writers).
-        later = [c for c in found if c.fact.valid_from > self.day]
-        decided: dict[str, PairDecision] = {}
-        repeated = self._repetition(fact, kind, candidates, later, words, decided)
+        stored = [f for f in self.current if self.attribute_of(f) is attribute and f.id not in self.touched]
+        repeated = next((f for f in stored if is_repetition(fact.text, attribute, f, self.attributes)), None)
+        if repeated is None and kind is FactKind.STATE and not fact.ended:
+            repeated = next((f for f in stored if f.kind is FactKind.STATE and f.valid_from <= self.day
+                             and same_value(fact.text, f)), None)
         if repeated is not None:
-            self.touched.add(repeated.fact.id)
-            self.decisions.append(Confirm(ConfirmedFact(fact_id=repeated.fact.id, text=repeated.fact.text,
-                                                        said_as=fact.text), source_ids))
+            self._confirm(repeated, fact.text, source_ids, Route.REPEATED)
             return
-        add = Add(NewFact(
-            id=f"fact-{uuid.uuid4()}", text=fact.text, topic=fact.topic, domain=self.priors.known(fact.domain),
+        new = NewFact(
+            id=f"fact-{uuid.uuid4()}", text=fact.text, topic=attribute.name, domain=self.priors.known(attribute.domain),
             inferred=fact.inferred, kind=kind, embedding=tuple(embedding), source_message_ids=source_ids,
-        ))
-        add_at = len(self.decisions)
-        self.decisions.append(add)
-        if self._check_earlier_facts(add.fact, candidates, words, decided):
-            # Stored as evidence against a fact it disputes, not reported as added, and not checked further.
-            self.decisions[add_at] = replace(add, reported=False)
-        elif kind is FactKind.STATE:
-            self._check_later_facts(add.fact, later)
-
-    def _repetition(
-        self, fact: ExtractedFact, kind: FactKind, candidates: list[Candidate], later: list[Candidate],
-        words: list[str], decided: dict[str, PairDecision],
-    ) -> Candidate | None:
-        """The stored fact this one says again, if any: the same words, or nearly and the check keeps it."""
-        repeatable = [*candidates, *(c for c in later if c.fact.id not in self.touched)]
-        repeated = next((c for c in repeatable if is_repetition(fact.text, fact.topic, c)), None)
-        if repeated is not None or kind is not FactKind.STATE:
-            return repeated
-        near = next((c for c in candidates
-                     if c.fact.kind is FactKind.STATE and is_near_repetition(fact.topic, c, self.settings)), None)
-        if near is None or self.was_rejected(near.fact, fact.text):
-            # A rejected pair is not asked again: the fact is added beside the one the user kept.
-            return None
-        decided[near.fact.id] = self.check_pair(near.fact, fact.text, self.day, words)
-        return None if decided[near.fact.id].retire else near
-
-    def _check_earlier_facts(
-        self, new: NewFact, candidates: list[Candidate], words: list[str], decided: dict[str, PairDecision]
-    ) -> bool:
-        """Expire, retire or keep each earlier candidate; True when the new fact only disputes one."""
-        self._ask_listed(new, candidates, words)
-        self.stage2_allowed = self._rank_for_stage2(new, candidates, words)
-        try:
-            return self._check_each_earlier_fact(new, candidates, words, decided)
-        finally:
-            self.stage2_allowed = None
-
-    def _check_each_earlier_fact(
-        self, new: NewFact, candidates: list[Candidate], words: list[str], decided: dict[str, PairDecision]
-    ) -> bool:
-        retired_by_this = 0
-        asked_up_to = 0  # with concurrency, the candidates before this index have been asked about already
-        for index, candidate in enumerate(candidates):
-            if self.concurrency > 1 and index >= asked_up_to:
-                certain, asked_up_to = self._checks_ahead(new, candidates, index)
-                self._ask_ahead(certain, new.text, self.day, words)
-            earlier = candidate.fact
-            if earlier.id in self.touched:
-                continue
-            if moment_expires(new.kind, new.topic, earlier):
-                self.touched.add(earlier.id)
-                self.decisions.append(Expire(ExpiredFact(old_fact_id=earlier.id, old_text=earlier.text,
-                                                         new_fact_id=new.id, new_text=new.text)))
-                continue
-            if new.kind is FactKind.MOMENT or earlier.kind is FactKind.MOMENT:
-                continue
-            if self.was_rejected(earlier, new.text):
-                self.decisions.append(Keep(KeptFact(
-                    fact_id=earlier.id, text=earlier.text, against=new.text, stage=Stage.REVIEWED,
-                    still_true_probability=None,
-                    reason="the user rejected this retirement on review: the pair is not judged again",
-                )))
-                continue
-            decision = decided.get(earlier.id) or self.check_pair(earlier, new.text, self.day, words)
-            needed = evidence_needed(len(earlier.confirmed_in), self.priors.of(earlier.domain))
-            contradictions = len(earlier.contradicted_in) + 1
-            resisted = decision.retire and self._could_resist(new, earlier)
-            if resisted and retired_by_this > 0:
-                # The new fact already replaced another fact, so it cannot become evidence; the
-                # well-confirmed fact still does not yield to it.
-                self.decisions.append(Keep(KeptFact(
-                    fact_id=earlier.id, text=earlier.text, against=new.text, stage=Stage.RESISTED,
-                    still_true_probability=decision.still_true_probability, reason=decision.reason,
-                )))
-                continue
-            if resisted and needed is not None:
-                # A weak blip against a well-confirmed, stable fact: kept as evidence, not acted on.
-                self.touched.add(earlier.id)
-                self.decisions.append(Disputed(DisputedFact(
-                    old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id, new_text=new.text,
-                    reason=decision.reason, evidence=contradictions, evidence_needed=needed,
-                )))
-                return True
-            if decision.retire and self.retired >= self.retirement_allowance:
-                self.touched.add(earlier.id)
-                self.decisions.append(Hold(HeldFact(
-                    fact_id=earlier.id, text=earlier.text, against=new.text, stage=decision.stage,
-                    reason=f"held, not applied: this session already retired {self.retired} facts, the bound for "
-                           f"one session ({decision.reason})",
-                )))
-                continue
-            if decision.retire:
-                self.touched.add(earlier.id)
-                retired_by_this += 1
-                self.retired += 1
-                by_evidence = new.inferred and needed is not None
-                self.decisions.append(Retire(RetiredFact(
-                    old_fact_id=earlier.id, old_text=earlier.text, new_fact_id=new.id, new_text=new.text,
-                    stage=Stage.EVIDENCE if by_evidence else decision.stage, reason=decision.reason,
-                    still_true_probability=decision.still_true_probability,
-                ), flag_bar=decision.flag_bar))
-            else:
-                self.decisions.append(Keep(KeptFact(
-                    fact_id=earlier.id, text=earlier.text, against=new.text, stage=decision.stage,
-                    still_true_probability=decision.still_true_probability, reason=decision.reason,
-                )))
-        return False
-
-    def _check_later_facts(self, new: NewFact, later: list[Candidate]) -> None:
-        """The roles turn round: is this conversation's fact still true once a later-stated fact holds?
-
-        Asked one pair at a time whatever the concurrency: the first later fact that overtakes it ends the checks,
-        so no check after the first is certain (and conversations arrive out of date order rarely).
-        """
-        as_stored = Fact(
-            id=new.id, user_id=self.user_id, text=new.text, topic=new.topic, domain=new.domain, inferred=new.inferred,
-            kind=new.kind, status=FactStatus.CURRENT, valid_from=self.day, valid_to=None,
-            recorded_at=self.recorded_at, session_id=self.session_id,
         )
-        for candidate in later:
-            if candidate.fact.kind is not FactKind.STATE:
+        if kind is FactKind.MOMENT:
+            self._add(new, Route.MOMENT)
+            for earlier in stored:
+                if moment_expires(kind, attribute, earlier, self.attributes) and earlier.valid_from <= self.day:
+                    self.touched.add(earlier.id)
+                    self.decisions.append(Expire(ExpiredFact(old_fact_id=earlier.id, old_text=earlier.text,
+                                                             new_fact_id=new.id, new_text=new.text)))
+            return
+        if not attribute.one_valued:
+            self._plan_many_valued(new, attribute, fact.ended, words)
+            return
+        self._plan_one_valued(new, attribute, words, source_ids)
+
+    def _plan_many_valued(self, new: NewFact, attribute: Attribute, ended: bool, words: list[str]) -> None:
+        self._add(new, Route.ENDED if ended else Route.KEPT)
+        if not ended:
+            return  # a new hobby ends no hobby
+        listed = [f for f in self.on_attribute(attribute) if f.valid_from <= self.day
+                  and not self.was_rejected(f, new.text)]
+        if listed:
+            verdicts = self._which_ended(ended_news(new.text), listed, words, "ended")
+            self._apply_verdicts(new, listed, verdicts, Stage.ENDED)
+
+    def _plan_one_valued(self, new: NewFact, attribute: Attribute, words: list[str],
+                         source_ids: tuple[str, ...]) -> None:
+        stored = self.on_attribute(attribute)
+        later = [f for f in stored if f.valid_from > self.day]
+        if later:
+            # Written out of date order: a value stated later already replaced this one.
+            latest = max(later, key=lambda f: (f.valid_from, f.recorded_at))
+            self._add(new, Route.OVERTAKEN)
+            self.decisions.append(Overtake(OvertakenFact(
+                fact_id=new.id, text=new.text, by_fact_id=latest.id, by_text=latest.text, until=latest.valid_from,
+                stage=Stage.REPLACED, reason=f"one {attribute.name} at a time: a value stated later replaced it",
+            )))
+            return
+        earlier = [f for f in stored if not self.was_rejected(f, new.text)]
+        for kept in (f for f in stored if self.was_rejected(f, new.text)):
+            self.touched.add(kept.id)
+            self.decisions.append(Keep(KeptFact(
+                fact_id=kept.id, text=kept.text, against=new.text, stage=Stage.REVIEWED, still_true_probability=None,
+                reason="the user rejected this retirement on review: the pair is not judged again")))
+        judged = [f for f in earlier if needs_judgment(new.text, new.inferred, f)]
+        replaced = [f for f in earlier if f not in judged]
+        verdicts = {f.id: self._judge(attribute, f, new.text, words) for f in judged}
+        if judged and not replaced and not any(v.ends for v in verdicts.values()):
+            # Every current value is the same as the new one said another way: a confirmation, nothing added.
+            self._confirm(judged[0], new.text, source_ids, Route.JUDGED)
+            for other in judged[1:]:
+                self._keep(other, new.text, Stage.JUDGED, verdicts[other.id].reason)
+            return
+        add_at = self._add(new, Route.JUDGED if judged else Route.REPLACED)
+        changed = False
+        for old in replaced:
+            changed |= self._retire(new, old, Stage.REPLACED,
+                                    f"one {attribute.name} at a time: the user stated a new one")
+        for old in judged:
+            verdict = verdicts[old.id]
+            if not verdict.ends:
+                self._keep(old, new.text, Stage.JUDGED, verdict.reason)
                 continue
-            decision = self.check_pair(as_stored, candidate.fact.text, candidate.fact.valid_from, [])
-            if decision.retire:
-                self.decisions.append(Overtake(OvertakenFact(
-                    fact_id=new.id, text=new.text, by_fact_id=candidate.fact.id, by_text=candidate.fact.text,
-                    until=candidate.fact.valid_from, stage=decision.stage,
-                    reason=decision.reason or "a later fact had already made it untrue",
-                )))
+            if self._resists(new, old):
+                # Stored as evidence against the fact it disputes, not reported as added, and not checked further.
+                self.decisions[add_at] = Add(new, reported=False)
+                self._dispute(new, old, verdict.reason)
                 return
+            changed |= self._retire(new, old, Stage.JUDGED, verdict.reason)
+        if changed:
+            self._after_change(new, attribute, [f for f in [*replaced, *judged] if f.id in self.touched], words)
+
+    def _after_change(self, new: NewFact, attribute: Attribute, old: list[Fact], words: list[str]) -> None:
+        """Ask once which facts of the family and the dependants the change ended: a move may end a commute."""
+        affected = {a.name for a in self.attributes.affected_by(attribute)}
+        listed = [f for f in self.current if f.kind is FactKind.STATE and f.id not in self.touched
+                  and f.id not in self.asked_after_change and self.attribute_of(f).name in affected
+                  and f.valid_from <= self.day and not self.was_rejected(f, new.text)]
+        if not listed:
+            return
+        self.asked_after_change.update(f.id for f in listed)
+        news = changed_news(attribute.description, old[0].text if old else "", new.text)
+        verdicts = self._which_ended(news, listed, words, "dependants")
+        self.routes.append(Route.DEPENDENT)
+        self._apply_verdicts(new, listed, verdicts, Stage.DEPENDENT)
+
+    # ------------------------------------------------------------------ asking the model (memoised per question)
+
+    def _judge(self, attribute: Attribute, stored: Fact, new_text: str, words: list[str]) -> Verdict:
+        key: tuple[object, ...] = ("value_change", attribute.name, stored.text, stored.valid_from, new_text, self.day,
+                                   tuple(words))
+        if key not in self.memo.verdicts:
+            self.memo.verdicts[key] = {stored.id: judge_value(self.llm, self.meter, attribute, stored, new_text,
+                                                              self.day, words)}
+        verdict = next(iter(self.memo.verdicts[key].values()))
+        self._count(stored, verdict.ends)
+        return verdict
+
+    def _which_ended(self, news: str, listed: list[Fact], words: list[str], purpose: str) -> dict[str, Verdict]:
+        key: tuple[object, ...] = (purpose, news, self.day, tuple(words),
+                                   tuple((f.id, f.text, f.valid_from) for f in listed))
+        if key not in self.memo.verdicts:
+            self.memo.verdicts[key] = which_no_longer_true(self.llm, self.meter, news, self.day, listed, words,
+                                                           purpose)
+        verdicts = self.memo.verdicts[key]
+        for fact in listed:
+            if fact.id in verdicts:
+                self._count(fact, verdicts[fact.id].ends)
+        return verdicts
+
+    def _count(self, stored: Fact, ended: bool) -> None:
+        counts = self.checks.setdefault(stored.domain or "unassigned", [0, 0])
+        counts[0] += 1
+        counts[1] += ended
+
+    # ------------------------------------------------------------------ outcomes
+
+    def _add(self, new: NewFact, route: Route) -> int:
+        self.routes.append(route)
+        self.decisions.append(Add(new))
+        return len(self.decisions) - 1
+
+    def _confirm(self, stored: Fact, said_as: str, source_ids: tuple[str, ...], route: Route) -> None:
+        self.routes.append(route)
+        self.touched.add(stored.id)
+        self.decisions.append(Confirm(ConfirmedFact(fact_id=stored.id, text=stored.text, said_as=said_as), source_ids))
+
+    def _keep(self, stored: Fact, against: str, stage: Stage, reason: str) -> None:
+        self.touched.add(stored.id)
+        self.decisions.append(Keep(KeptFact(fact_id=stored.id, text=stored.text, against=against, stage=stage,
+                                            still_true_probability=None, reason=reason)))
+
+    def _apply_verdicts(self, new: NewFact, listed: list[Fact], verdicts: dict[str, Verdict], stage: Stage) -> None:
+        for fact in listed:
+            verdict = verdicts.get(fact.id)
+            if verdict is None:
+                continue  # beyond the facts one call lists: not asked, so it stays
+            if not verdict.ends:
+                continue  # a fact the news does not end is not part of the report: it was never in question
+            self._retire(new, fact, stage, verdict.reason)
+
+    def _resists(self, new: NewFact, old: Fact) -> bool:
+        """An implied blip against a fact confirmed often enough in a stable domain is kept as evidence instead."""
+        needed = evidence_needed(len(old.confirmed_in), self.priors.of(old.domain))
+        return new.inferred and needed is not None and len(old.contradicted_in) + 1 < needed
+
+    def _dispute(self, new: NewFact, old: Fact, reason: str) -> None:
+        needed = evidence_needed(len(old.confirmed_in), self.priors.of(old.domain)) or 1
+        self.touched.add(old.id)
+        self.decisions.append(Disputed(DisputedFact(
+            old_fact_id=old.id, old_text=old.text, new_fact_id=new.id, new_text=new.text, reason=reason,
+            evidence=len(old.contradicted_in) + 1, evidence_needed=needed)))
+
+    def _retire(self, new: NewFact, old: Fact, stage: Stage, reason: str) -> bool:
+        """Retire ``old`` for ``new`` within the session's bound; True when it was retired, False when held."""
+        self.touched.add(old.id)
+        if self.retired >= self.retirement_allowance:
+            self.decisions.append(Hold(HeldFact(
+                fact_id=old.id, text=old.text, against=new.text, stage=stage,
+                reason=f"held, not applied: this session already retired {self.retired} facts, the bound for one "
+                       f"session ({reason})")))
+            return False
+        self.retired += 1
+        needed = evidence_needed(len(old.confirmed_in), self.priors.of(old.domain))
+        by_evidence = new.inferred and needed is not None and stage is Stage.JUDGED
+        self.decisions.append(Retire(RetiredFact(
+            old_fact_id=old.id, old_text=old.text, new_fact_id=new.id, new_text=new.text,
+            stage=Stage.EVIDENCE if by_evidence else stage, reason=reason, still_true_probability=None)))
+        return True
 
     def session_record(self) -> SessionRecord:
         return SessionRecord(id=self.session_id, date=self.day, digest=conversation_digest(self.user_messages),
-                             checks=tuple(
-            CheckCount(domain=domain, checks=run, flagged=flagged) for domain, (run, flagged) in self.checks.items()
-        ))
+                             checks=tuple(CheckCount(domain=domain, checks=asked, flagged=ended)
+                                          for domain, (asked, ended) in self.checks.items()))
 
 
 def plan_write(
@@ -617,6 +457,7 @@ def plan_write(
     store: Store,
     settings: ConflictSettings,
     priors: VolatilityPriors,
+    attributes: AttributeTable,
     meter: UsageMeter,
     user_id: str,
     session_id: str,
@@ -634,50 +475,35 @@ def plan_write(
     decisions: list[Decision] = []
     memo = memo if memo is not None else PlanningMemo()
     if memo.extraction is None:
-        with tracing.span(tracing.EXTRACTION) as current:
+        with tracing.span(tracing.EXTRACTION) as extraction_span:
             memo.extraction = llm.structured(
-                extraction_messages(user_messages, day, priors.domains()), Extraction, purpose="extraction",
+                extraction_messages(user_messages, day, attributes.described()), Extraction, purpose="extraction",
                 meter=meter, max_tokens=1500,
             )
-            current.set_attribute("lastknown.extraction.facts", len(memo.extraction.facts))
-    usable = _usable_facts(memo.extraction, user_messages, decisions)
+            extraction_span.set_attribute("lastknown.extraction.facts", len(memo.extraction.facts))
+    usable = _usable_facts(memo.extraction, user_messages, decisions, attributes.resolve)
     if memo.embeddings is None:
-        memo.embeddings = embedder.embed([fact.text for fact, _ in usable]) if usable else []
-    embeddings = memo.embeddings
-    # The candidates of every new fact in one read: they depend on the stored state only, not on
-    # what this write decides for the facts before it.
-    probes = [
-        candidate_probe(fact.topic, embedding, settings, k=domain_candidate_budget(priors, fact.domain))
-        for (fact, _), embedding in zip(usable, embeddings, strict=True)
-    ]
-    found_per_fact: list[ProbeCandidates] = []
-    current_count = 0
+        memo.embeddings = embedder.embed([fact.text for fact, _, _ in usable]) if usable else []
+    current: list[Fact] = []
     rejected: frozenset[tuple[str, str]] = frozenset()
-    if probes:
-        with tracing.span(tracing.CANDIDATES, {"lastknown.candidates.probes": len(probes)}) as current:
-            found_per_fact = store.conflict_candidates(user_id, probes)
-            current_count = len(store.current_facts(user_id))
+    if usable:
+        with tracing.span(tracing.CANDIDATES) as candidates_span:
+            current = store.current_facts(user_id)
             rejected = frozenset((pair.old_fact_id, normalised(pair.new_text))
                                  for pair in store.rejected_retirements(user_id))
-            current.set_attributes({
-                "lastknown.candidates.on_topic": sum(len(found.on_topic) for found in found_per_fact),
-                "lastknown.candidates.nearest": sum(len(found.nearest) for found in found_per_fact),
-                "lastknown.candidates.current_facts": current_count,
-            })
-    allowance = max(settings.max_retirements_per_session, math.floor(settings.max_retired_share * current_count))
+            candidates_span.set_attribute("lastknown.candidates.current_facts", len(current))
+    allowance = max(settings.max_retirements_per_session, math.floor(settings.max_retired_share * len(current)))
     planner = _Planner(
-        llm=llm, store=store, settings=settings, priors=priors, meter=meter, memo=memo, user_id=user_id,
+        llm=llm, settings=settings, priors=priors, attributes=attributes, meter=meter, memo=memo, user_id=user_id,
         session_id=session_id, day=day, user_messages=user_messages, messages=messages,
-        recorded_at=datetime.now(UTC), decisions=decisions, retirement_allowance=allowance,
-        concurrency=concurrency_of(llm), rejected=rejected,
+        recorded_at=datetime.now(UTC), decisions=decisions, current=current, retirement_allowance=allowance,
+        rejected=rejected,
     )
-    if settings.screening == "one_call":
-        planner.screen(usable, found_per_fact)
-    for (fact, evidence), embedding, found_for_fact in zip(usable, embeddings, found_per_fact, strict=True):
-        planner.plan_fact(fact, evidence, embedding, found_for_fact)
+    for (fact, attribute, evidence), embedding in zip(usable, memo.embeddings, strict=True):
+        planner.plan_fact(fact, attribute, evidence, embedding)
     # Validated on construction, so a planning bug cannot reach the store.
     change = SessionWrite(
         user_id=user_id, session=planner.session_record(), recorded_at=planner.recorded_at, messages=messages,
         based_on_revision=revision, **session_changes(decisions),
     )
-    return WritePlan(change=change, decisions=tuple(decisions))
+    return WritePlan(change=change, decisions=tuple(decisions), routes=tuple(planner.routes))

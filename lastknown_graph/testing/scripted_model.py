@@ -9,20 +9,16 @@ wants. The HTTP double (``testing.scripted_server``) stays for tests of the Open
         if call.purpose == "extraction":
             return {"facts": [{"text": "Lives in Lyon", "topic": "location", "kind": "state",
                                "inferred": False, "evidence": [0]}]}
-        if call.purpose == "stage1":
-            return 0.1  # P(Yes, the older fact is outdated)
-        if call.purpose == "stage2":
-            return {"reasoning": "one home at a time", "verdict": "no_longer_true"}
+        if call.purpose == "value_change":
+            return {"reasoning": "a different town", "verdict": "different"}
         return "Yes."
 
     memory = Memory(store=EmbeddedStore(), llm=ScriptedModel(answer), embedder=HashedEmbedder())
 
-The write's screening call (purpose "screen", ``ConflictSettings.screening = "one_call"``) and the stage-1 list
-of one new fact (purpose "stage1_list", ``screening = "per_new_fact"``) are answered from the function's stage-1
-answers, pair by pair, and the answer's batched premise checks (purposes "premise_batch" and "premise_list") from its
-premise answers, fact by fact (``testing.batched_calls``), so one function scripts both settings; those one-pair
-answers are not recorded as calls. ``screen_from_stage1=False`` passes both batched calls to the function like any
-other (for tests of how their answers are read).
+The answer's batched premise checks (purposes "premise_batch" and "premise_list") are answered from the function's
+premise answers, fact by fact (``testing.batched_calls``), so one function scripts every premise setting; those
+per-fact answers are not recorded as calls. ``batches_from_one_fact=False`` passes the batched calls to the function
+like any other (for tests of how their answers are read).
 """
 
 from __future__ import annotations
@@ -37,12 +33,7 @@ from pydantic import BaseModel, ValidationError
 from lastknown_graph.llm.errors import LLMError, LLMOutputError
 from lastknown_graph.llm.protocol import Messages, T
 from lastknown_graph.llm.usage import UsageMeter
-from lastknown_graph.testing.batched_calls import (
-    premise_batch_answer,
-    premise_list_answer,
-    screen_answer,
-    stage1_list_answer,
-)
+from lastknown_graph.testing.batched_calls import premise_batch_answer, premise_list_answer
 
 CallKind = Literal["structured", "yes_probability", "yes_probabilities", "text"]
 
@@ -79,13 +70,13 @@ class ScriptedModel:
     """
 
     def __init__(
-        self, respond: Responder, *, logprobs: bool = True, max_concurrent: int = 1, screen_from_stage1: bool = True
+        self, respond: Responder, *, logprobs: bool = True, max_concurrent: int = 1, batches_from_one_fact: bool = True
     ) -> None:
         if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1:
             raise ValueError(f"max_concurrent must be a positive integer, got {max_concurrent!r}")
         self.max_concurrent = max_concurrent
         self._respond = respond
-        self._screen_from_stage1 = screen_from_stage1
+        self._batches_from_one_fact = batches_from_one_fact
         self._capabilities = ScriptedCapabilities(logprobs=logprobs)
         self._lock = threading.Lock()
         self._calls: list[ModelCall] = []
@@ -108,13 +99,10 @@ class ScriptedModel:
         call = ModelCall(purpose, kind, tuple(dict(m) for m in messages), answer_type, max_tokens)
         with self._lock:
             self._calls.append(call)
-        if purpose == "screen" and self._screen_from_stage1:
-            result: object = screen_answer(call.last_user_message, lambda m: self._one_pair("stage1", m))
-        elif purpose == "stage1_list" and self._screen_from_stage1:
-            result = stage1_list_answer(call.last_user_message, lambda m: self._one_pair("stage1", m))
-        elif purpose == "premise_list" and self._screen_from_stage1:
+        result: object
+        if purpose == "premise_list" and self._batches_from_one_fact:
             result = premise_list_answer(call.last_user_message, lambda m: self._one_pair("premise", m))
-        elif purpose == "premise_batch" and self._screen_from_stage1:
+        elif purpose == "premise_batch" and self._batches_from_one_fact:
             result = premise_batch_answer(call.last_user_message, lambda m: self._one_pair("premise", m))
         else:
             result = self._respond(call)

@@ -12,8 +12,8 @@ first that matches answers. A rule matches when every condition it sets holds:
 
 - ``contains``: each substring occurs in the last user message (case-insensitive);
 - ``system_contains``: each substring occurs in the system message(s) (case-insensitive);
-- ``purpose``: the ``purpose=`` the library passed for the call ("extraction", "stage1",
-  "stage2", "premise", "answer", ...), which the client sends in the ``X-Lastknown-Purpose`` header;
+- ``purpose``: the ``purpose=`` the library passed for the call ("extraction", "value_change",
+  "dependants", "ended", "premise", "answer", ...), which the client sends in the ``X-Lastknown-Purpose`` header;
 - ``when``: any predicate on the :class:`RecordedRequest`;
 - ``times``: the rule answers at most that many requests, then stops matching.
 
@@ -23,7 +23,7 @@ must be built from the request, such as a minimal instance of the JSON schema it
 
 - ``"text"`` or ``Reply("text")``: that content;
 - ``Reply.json({...})``: the object as JSON content;
-- ``Reply.yes(0.8)``: P(yes) = 0.8. A one-token logprobs request (stage 1, premise check) gets
+- ``Reply.yes(0.8)``: P(yes) = 0.8. A one-token logprobs request (a premise check) gets
   top_logprobs with that probability spread over "Yes"/" yes" and "No"/" no" (plus a little mass
   on an unrelated token); any other request gets the content "Yes" (p >= 0.5) or "No";
 - ``Reply.failure(429, "slow down")``: that HTTP status with an OpenAI-style error body;
@@ -52,13 +52,11 @@ requests queue and each waits for those before it (``server.peak_in_flight``: th
 (such as ``enable_thinking``) like OpenAI does; ``requires_max_completion_tokens=True`` refuses
 ``max_tokens`` like OpenAI's reasoning models; ``usage=False`` leaves ``usage`` out. The client's
 capability probes (purpose "capabilities") are answered by the server itself unless a rule names
-that purpose. So is a write's screening call (purpose "screen"), unless a rule names that purpose or a rule without
-a purpose but with ``when`` matches it (an injected fault): from the rules naming purpose "stage1" (and
-``default``), pair by pair, with the messages a per-pair stage 1 would send. So is the stage-1 list of one new fact
-(purpose "stage1_list"), answered one numbered line per older fact with each line's logprobs, and an answer's
-batched premise checks (purposes "premise_batch" and "premise_list") from the premise rules, fact by fact
-(``testing.batched_calls``; those lookups are not recorded as requests), so one script serves every setting of
-``ConflictSettings.screening`` and ``PremiseSettings.checks``. A request no rule matches gets a 500 naming its
+that purpose. So are an answer's batched premise checks (purposes "premise_batch" and "premise_list"), unless a rule
+names that purpose or a rule without a purpose but with ``when`` matches it (an injected fault): from the rules
+naming purpose "premise" (and ``default``), fact by fact (``testing.batched_calls``; those lookups are not recorded
+as requests), so one script serves every setting of ``PremiseSettings.checks``. A request no rule matches gets a
+500 naming its
 purpose and last message, so a missing rule is obvious, unless ``default=`` gives a reply for it.
 
 Every request is recorded (``server.requests``, ``server.chat_requests(purpose)``) with its body,
@@ -68,14 +66,14 @@ Example::
 
     rules = [
         Rule(purpose="extraction", contains="scorpion", reply=Reply.json({"facts": [...]})),
-        Rule(purpose="stage1", contains="Portland", reply=Reply.yes(0.1)),
-        Rule(purpose="stage2", contains="Portland", reply=['not json', Reply.json({"verdict": "no_longer_true"})]),
+        Rule(purpose="value_change", contains="Portland",
+             reply=['not json', Reply.json({"reasoning": "a desert is not Portland", "verdict": "different"})]),
         Rule(purpose="answer", reply="You live in the desert now."),
     ]
     with ScriptedLLMServer(rules, supports_json_schema=False) as server:
         llm = LLM(base_url=server.base_url, model="scripted", api_key="x")
         ...
-        assert server.chat_requests("stage2")[-1].response_format_type == "json_object"
+        assert server.chat_requests("value_change")[-1].response_format_type == "json_object"
 """
 
 from __future__ import annotations
@@ -94,9 +92,7 @@ from typing import Any
 
 from lastknown_graph.llm.wire import PROBE_PURPOSE, PURPOSE_HEADER
 
-SCREEN_PURPOSE = "screen"
 PREMISE_BATCH_PURPOSE = "premise_batch"
-STAGE1_LIST_PURPOSE = "stage1_list"
 PREMISE_LIST_PURPOSE = "premise_list"
 
 # Fields of OpenAI's chat completions request; ``strict_fields`` refuses any other top-level field.
@@ -571,8 +567,7 @@ class ScriptedLLMServer:
         """The reply to ``request``; with ``only_purpose``, from the rules that name that purpose (and ``default``)."""
         if request.purpose == PROBE_PURPOSE and not any(rule.purpose == PROBE_PURPOSE for rule in self._rules):
             return Reply.yes(0.9) if request.wants_logprobs else Reply.json({"ok": True})
-        batched = request.purpose in (SCREEN_PURPOSE, PREMISE_BATCH_PURPOSE, STAGE1_LIST_PURPOSE,
-                                      PREMISE_LIST_PURPOSE) and not any(
+        batched = request.purpose in (PREMISE_BATCH_PURPOSE, PREMISE_LIST_PURPOSE) and not any(
             rule.purpose == request.purpose for rule in self._rules)
         for index, rule in enumerate(self._rules):
             if rule.times is not None and self._uses[index] >= rule.times:
@@ -601,10 +596,10 @@ class ScriptedLLMServer:
         """The batched answer the one-pair rules imply (see the module docstring); the caller holds the lock."""
         # Imported here, not at the top: ``bench.write_cost --compare`` drives older libraries with this file, and
         # they have neither the batched prompts nor their readers (nor send these purposes).
-        from lastknown_graph.testing.batched_calls import premise_batch_answer, screen_answer
+        from lastknown_graph.testing.batched_calls import premise_batch_answer, premise_list_answer
 
         unanswered: list[_Answer] = []
-        one_pair = "premise" if request.purpose in (PREMISE_BATCH_PURPOSE, PREMISE_LIST_PURPOSE) else "stage1"
+        one_pair = "premise"
 
         def yes(messages: list[dict[str, str]]) -> float:
             headers = {k: v for k, v in request.headers.items() if k.lower() != PURPOSE_HEADER.lower()}
@@ -620,14 +615,10 @@ class ScriptedLLMServer:
                 return chosen.p_yes
             return 1.0 if (chosen.content or "").strip().lower().startswith("yes") else 0.0
 
-        if request.purpose in (STAGE1_LIST_PURPOSE, PREMISE_LIST_PURPOSE):
-            from lastknown_graph.testing.batched_calls import premise_list_answer, stage1_list_answer
-
-            answer_lines = stage1_list_answer if one_pair == "stage1" else premise_list_answer
-            lines = answer_lines(request.last_user_message, yes)
+        if request.purpose == PREMISE_LIST_PURPOSE:
+            lines = premise_list_answer(request.last_user_message, yes)
             return unanswered[0] if unanswered else Reply.lines(lines)
-        answer: object = (screen_answer(request.last_user_message, yes) if one_pair == "stage1"
-                          else premise_batch_answer(request.last_user_message, yes))
+        answer: object = premise_batch_answer(request.last_user_message, yes)
         # A pair no one-pair rule answers is as obvious a gap in the script as an unanswered one-pair request.
         return unanswered[0] if unanswered else Reply.json(answer)
 

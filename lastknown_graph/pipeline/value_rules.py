@@ -1,0 +1,68 @@
+"""What a new value of a one-valued attribute is to the current one, read from the words alone, no model.
+
+- ``same``: one says all the other says and maybe more ("Is vegan" and "Follows a strict vegan diet"; "Lives in
+  Tromsø" and "Lives in Tromsø, Norway"): a confirmation.
+- ``vaguer``: the new one names nothing specific where the current one does ("Lives in a city" against "Lives in
+  Tromsø"): the same place said vaguely, or a move to somewhere unnamed; only the model can tell.
+- ``different``: anything else ("Lives in Tromsø" against "Lives in Bergen"; "Works as a welder" against "Works
+  as a glazier"): a change when the user stated it, a question for the model when it is only implied.
+
+Specific means a name (a capitalised word inside the text) or a number. Words that only open a fact ("Lives",
+"Works as") and function words are not content.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from enum import StrEnum
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_NUMBER = re.compile(r"\d+")
+# Words that carry no value of their own: function words and the verbs facts open with.
+_NOT_CONTENT = frozenset("""
+a an the of in on at to for from with by and or but as is are was were be been being has have had do does did not
+no nor so than that this these those there here it its their them they he she his her user users who which what
+lives live living lived works work working worked as now currently still also just very really some any each every
+one two per into near around about over under new old own
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
+# A value that says something is over is never the same as one that says it holds ("No longer owns a boat" holds
+# every content word of "Owns a boat").
+_ENDING = frozenset("no not never longer anymore stopped quit former ex formerly gave sold left".split())  # noqa: SIM905
+
+
+class ValueRelation(StrEnum):
+    SAME = "same"
+    VAGUER = "vaguer"
+    DIFFERENT = "different"
+
+
+def content_words(text: str) -> frozenset[str]:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return frozenset(w for w in (m.group(0) for m in _WORD.finditer(folded)) if w not in _NOT_CONTENT)
+
+
+def specific_terms(text: str) -> frozenset[str]:
+    """Names (capitalised words that do not open the text) and numbers."""
+    words = list(_WORD.finditer(text))
+    names = {m.group(0).lower() for m in words[1:] if m.group(0)[0].isupper()}
+    return frozenset(names | set(_NUMBER.findall(text)))
+
+
+def value_relation(current: str, new: str) -> ValueRelation:
+    """What ``new`` is to ``current``, two values of one attribute."""
+    if _ends(current) != _ends(new):
+        return ValueRelation.DIFFERENT
+    old_words, new_words = content_words(current), content_words(new)
+    if old_words and new_words and (old_words <= new_words or new_words <= old_words):
+        return ValueRelation.SAME
+    if not specific_terms(new) and specific_terms(current):
+        return ValueRelation.VAGUER
+    return ValueRelation.DIFFERENT
+
+
+def _ends(text: str) -> bool:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return any(m.group(0) in _ENDING for m in _WORD.finditer(folded))
