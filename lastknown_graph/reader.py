@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
+from os import PathLike
 from pathlib import Path
 
 from lastknown_graph.domain.models import (
@@ -30,6 +31,7 @@ from lastknown_graph.domain.review import DEFAULT_REVIEW_BAND, band_argument, st
 from lastknown_graph.domain.search import KindArgument, NamesArgument, PeriodArgument, StatusArgument, search_scope
 from lastknown_graph.domain.validation import check_text, moment_argument, normalised_identifier, parse_day
 from lastknown_graph.domain.volatility import VolatilityPriors
+from lastknown_graph.durable_files import write_private_file
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, SchemaMismatchError, UnknownUserError
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
@@ -174,11 +176,14 @@ class MemoryReader:
         return self.store.export_user(self.user)
 
     def save(self, path: str | Path) -> Path:
-        """Write this user's whole memory (embeddings included) to a JSON file."""
+        """Write this user's whole memory (embeddings included) to a JSON file, readable by its owner only (0600; an
+        existing file is replaced, see ``durable_files.write_private_file``)."""
+        if not isinstance(path, str | PathLike):
+            raise InvalidInputError(f"save() takes a file path, got {type(path).__name__}")
         target = Path(path)
         document = self.export().model_dump_json(indent=1)
         try:
-            target.write_text(document, encoding="utf-8")
+            write_private_file(target, document.encode("utf-8"))
         except OSError as exc:
             raise InvalidInputError(f"cannot write {target}: {exc.strerror or exc}") from exc
         return target

@@ -18,6 +18,7 @@ from neo4j import exceptions as neo4j_errors
 
 from lastknown_graph.cli.runtime import Options, StoreSpec, jsonable
 from lastknown_graph.config import load_settings
+from lastknown_graph.domain.validation import bounded_day, utc_moment
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.store.neo4j.connection import Neo4jTarget, open_driver, translated_errors
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary, Query
@@ -92,10 +93,17 @@ def convert(name: str, raw: str, type_text: str) -> Any:
             if raw not in ("true", "false"):
                 raise ValueError("expected true or false")
             return raw == "true"
+        # Bounded like every date a caller gives (validation.EARLIEST_DAY): a moment at the calendar's end overflows
+        # when converted to UTC, here or in the driver.
         if kind.startswith("datetime"):
-            return datetime.fromisoformat(raw)
+            moment = datetime.fromisoformat(raw)
+            if moment.tzinfo is None:
+                bounded_day(moment.date())
+            else:
+                utc_moment(moment)
+            return moment
         if kind.startswith("date"):
-            return date.fromisoformat(raw)
+            return bounded_day(date.fromisoformat(raw))
         if kind.startswith("string"):
             return raw
     except ValueError as exc:

@@ -43,7 +43,8 @@ from lastknown_graph.cli.runtime import (
 )
 from lastknown_graph.domain.models import EXPORT_FORMAT, Fact, FactStatus, ScoredFact, UserExport
 from lastknown_graph.domain.search import search_scope
-from lastknown_graph.domain.validation import check_text, normalised_identifier, parse_day
+from lastknown_graph.domain.validation import check_text, moment_argument, normalised_identifier, parse_day
+from lastknown_graph.durable_files import write_private_file
 from lastknown_graph.errors import InvalidInputError, LastknownError, UndoConflictError, UserExistsError
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS
 from lastknown_graph.render.timeline_html import render_timeline_html
@@ -77,6 +78,7 @@ def known_at_option(value: str | None) -> datetime | None:
     if moment.tzinfo is None:
         raise InvalidInputError(f"--known-at {value[:40]} has no time zone, so it names no one moment: end it in Z "
                                 "(UTC) or an offset such as +02:00")
+    moment_argument(moment, "--known-at")  # bounded before the store is opened; the reader checks it again
     return moment
 
 
@@ -118,7 +120,7 @@ def run_timeline(args: argparse.Namespace, rt: Runtime) -> int:
     page = render_timeline_html(user, reader.history(), events, review_queue=reader.review(),
                                 undone=reader.undone_sessions())
     try:
-        target.write_text(page, encoding="utf-8")
+        write_private_file(target, page.encode("utf-8"))  # every fact and its words: owner-only, like the store
     except OSError as exc:
         raise CLIError(f"cannot write {target}: {exc.strerror or exc}", EXIT_ERROR) from exc
     emit(rt.options, {"user": user, "html": str(target)}, str(target))
@@ -266,7 +268,7 @@ def run_export(args: argparse.Namespace, rt: Runtime) -> int:
         return EXIT_OK
     target = Path(args.output)
     try:
-        target.write_text(document + "\n", encoding="utf-8")
+        write_private_file(target, (document + "\n").encode("utf-8"))  # the user's words: owner-only, like the store
     except OSError as exc:
         raise CLIError(f"cannot write {target}: {exc.strerror or exc}", EXIT_ERROR) from exc
     summary = {"user": user, "path": str(target), "sessions": len(export.sessions),

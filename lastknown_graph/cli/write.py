@@ -32,6 +32,7 @@ from lastknown_graph.domain.reports import WriteReport
 from lastknown_graph.errors import InvalidInputError, StaleStateError
 from lastknown_graph.llm import LLMOutputError
 from lastknown_graph.memory import Memory
+from lastknown_graph.reader import day_argument
 
 STDIN = "-"
 BAR_WIDTH = 30
@@ -100,6 +101,7 @@ def run_write(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
     messages = read_messages(args)
     day = args.date or date.today().isoformat()
+    day_argument(day)  # a malformed or out-of-range date is refused before the models are opened
     session = args.session or default_session(user, day, messages)
     report = rt.memory(user).write(messages, date=day, session=session)
     emit(rt.options, report.model_dump(mode="json"), write_text(report))

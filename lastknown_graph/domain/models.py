@@ -27,7 +27,14 @@ from typing import Annotated, Final, Literal, Self
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from lastknown_graph.domain.validation import MAX_FACT_CHARS, check_identifier, check_text
+from lastknown_graph.domain.validation import (
+    EARLIEST_DAY,
+    LATEST_DAY,
+    MAX_FACT_CHARS,
+    check_identifier,
+    check_text,
+    utc_moment,
+)
 from lastknown_graph.errors import StaleStateError
 
 UserId = Annotated[str, AfterValidator(check_identifier)]
@@ -68,7 +75,8 @@ def usable_embedding(embedding: Embedding) -> Embedding:
 def _aware_utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         raise ValueError("timestamp must carry a time zone")
-    return moment.astimezone(UTC)
+    # Bounded, and a ValueError pydantic reports: an imported timestamp at the calendar's end would overflow here.
+    return utc_moment(moment, "timestamp")
 
 
 FiniteEmbedding = Annotated[Embedding, AfterValidator(usable_embedding)]
@@ -767,6 +775,15 @@ class UserExport(Frozen):
                     check_text(message.text)
                 except ValueError as exc:
                     problems.append(f"message {message.id}: {exc}")
+        # A write refuses days outside the calendar's bounds (validation.EARLIEST_DAY), so an import does too: a
+        # memory never holds a day that its readers' date arithmetic was not checked for.
+        dated = [(f"session {s.id}", s.date) for s in self.sessions]
+        dated += [(f"the end of fact {f.id}", f.valid_to) for f in self.facts if f.valid_to is not None]
+        dated += [(f"a confirmation of fact {c.fact_id}", c.at) for c in self.confirmations]
+        dated += [(f"the {link.relation} link {link.new_fact_id} -> {link.old_fact_id}", link.at)
+                  for link in self.replacements]
+        problems += [f"{what} is dated {day.isoformat()}, outside {EARLIEST_DAY.isoformat()} to "
+                     f"{LATEST_DAY.isoformat()}" for what, day in dated if not EARLIEST_DAY <= day <= LATEST_DAY]
         day_of = {s.id: s.date for s in self.sessions}
         status_of = {f.id: f.status for f in self.facts}
         for fact in self.facts:

@@ -1,4 +1,4 @@
-"""Checks shared by the models and the public functions: identifiers and text from users.
+"""Checks shared by the models and the public functions: identifiers, text and dates from users.
 
 Identifiers are only ever passed to queries as parameters, so quotes or Cypher in
 them are harmless; the checks exist so that nothing invisible or unbounded is stored.
@@ -18,6 +18,11 @@ MAX_FACT_CHARS = 300  # a fact is a short sentence; longer is a copied message, 
 # A whole conversation given to write(): twice what a 32k-token context holds, far beyond what one extraction reads.
 MAX_CONVERSATION_CHARS = 250_000
 _ALLOWED_CONTROL = frozenset("\n\t\r")
+# The days a caller's date or moment may fall on, read in UTC. Python's calendar ends in years 1 and 9999, and near
+# either end converting an aware moment to UTC, stepping a day or rounding the timeline's axis out to a whole year
+# overflows; a year of room at each end keeps every such step inside the calendar. No conversation is dated there.
+EARLIEST_DAY = date(2, 1, 1)
+LATEST_DAY = date(9998, 12, 31)
 
 
 def _has_disallowed_control(text: str) -> bool:
@@ -90,35 +95,69 @@ _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _ISO_MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?")
 
 
+def _out_of_range(shown: str, what: str) -> ValueError:
+    return ValueError(f"{shown} is out of range: give a {what} from {EARLIEST_DAY.isoformat()} to "
+                      f"{LATEST_DAY.isoformat()} (in UTC)")
+
+
+def bounded_day(day: date) -> date:
+    """``day`` if it lies from ``EARLIEST_DAY`` to ``LATEST_DAY``; a one-line ``ValueError`` otherwise."""
+    if not EARLIEST_DAY <= day <= LATEST_DAY:
+        raise _out_of_range(day.isoformat(), "day")
+    return day
+
+
+def utc_moment(moment: datetime, what: str = "moment") -> datetime:
+    """An aware moment in UTC, on a day from ``EARLIEST_DAY`` to ``LATEST_DAY``; a one-line ``ValueError`` otherwise,
+    never the ``OverflowError`` of a conversion that leaves the calendar (``datetime.max`` at -01:00). ``what`` names
+    what the caller asked for in the message."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"{moment.isoformat()} has no time zone")
+    try:
+        converted = moment.astimezone(UTC)
+    except OverflowError:
+        raise _out_of_range(moment.isoformat(), what) from None
+    if not EARLIEST_DAY <= converted.date() <= LATEST_DAY:
+        raise _out_of_range(moment.isoformat(), what)
+    return converted
+
+
 def _utc_day(moment: datetime) -> date:
     """A zoned moment's day in UTC (23:30 at -05:00 is the next day); a moment without a zone, its own day."""
-    return moment.astimezone(UTC).date() if moment.tzinfo is not None else moment.date()
+    if moment.tzinfo is not None and moment.utcoffset() is not None:
+        return utc_moment(moment, "day").date()
+    return bounded_day(moment.date())
 
 
 def parse_day(value: date | datetime | str) -> date:
     """A calendar day from a date, a datetime or an ISO string: ``2024-09-03``, or a moment such as
     ``2024-09-03T23:30:00-05:00`` (zoned moments count on their UTC day). Week dates, ordinal dates and
-    other shapes are refused rather than guessed."""
+    other shapes are refused rather than guessed, and so is a day outside ``EARLIEST_DAY`` .. ``LATEST_DAY``."""
     if isinstance(value, datetime):
         return _utc_day(value)
     if isinstance(value, date):
-        return value
+        return bounded_day(value)
     if isinstance(value, str):
         text = value.strip()
         if not (_ISO_DAY.fullmatch(text) or _ISO_MOMENT.fullmatch(text)):
             raise ValueError(f"not an ISO date (YYYY-MM-DD) or date and time: {value[:40]!r}")
         try:
-            return _utc_day(datetime.fromisoformat(text.replace("Z", "+00:00")))
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError as exc:
             raise ValueError(f"not an ISO date (YYYY-MM-DD): {value[:40]!r}") from exc
+        return _utc_day(moment)
     raise ValueError(f"not a date: {type(value).__name__}")
 
 
 def moment_argument(value: object, what: str = "known_at") -> datetime:
-    """A moment from a caller: an aware datetime (a naive one could be any of 26 hours), in UTC."""
+    """A moment from a caller: an aware datetime (a naive one could be any of 26 hours), in UTC, on a day from
+    ``EARLIEST_DAY`` to ``LATEST_DAY``."""
     if not isinstance(value, datetime):
         raise InvalidInputError(f"{what} must be a datetime with a time zone, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInputError(f"{what} {value.isoformat()} has no time zone, so it names no one moment: give an "
                                 "aware one (datetime(..., tzinfo=UTC), or an ISO time ending in Z or +02:00)")
-    return value.astimezone(UTC)
+    try:
+        return utc_moment(value)
+    except ValueError as exc:
+        raise InvalidInputError(f"{what} {exc}") from exc

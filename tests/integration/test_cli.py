@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import shutil
+import stat
 import subprocess
 import sys
 import uuid
@@ -104,10 +105,11 @@ def no_model_env(model_env: dict[str, str]) -> dict[str, str]:
                         "LASTKNOWN_EMBED_MODEL": "/nonexistent/model"}
 
 
-def run(env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 120) -> Result:
+def run(env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 120, umask: int = -1) -> Result:
+    """``lastknown ARGS``; ``umask`` (-1: the caller's) is the command's file creation mask."""
     done = subprocess.run(
         [LASTKNOWN, *args], env=env, capture_output=True, text=True, timeout=timeout,
-        input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+        input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, umask=umask,
     )
     return Result(done.returncode, done.stdout, done.stderr)
 
@@ -691,6 +693,53 @@ def test_usage_and_input_errors_have_their_exit_codes(no_model_env: dict[str, st
                       "--user", user)
     assert credentials.code == 3 and "hunter2-secret" not in credentials.err
     assert run(no_model_env, "history", "--store", store, "--user", " spaced ").code == 3
+
+
+@pytest.mark.parametrize("args", [
+    ["as-of", "9999-12-31T23:30-05:00"],
+    ["as-of", "2024-05-01", "--known-at", "9999-12-31T23:30:00-05:00"],
+    ["context", "--known-at", "0001-01-01T00:30:00+01:00"],
+    ["find", "plans", "--valid-between", "2024-01-01", "9999-12-31T23:30-05:00"],
+    ["write", "--date", "0001-01-01T00:30+01:00", "Hello there."],
+], ids=["as-of", "as-of-known-at", "context-known-at", "find-valid-between", "write-date"])
+def test_a_date_at_the_calendars_end_exits_3_with_one_error_line(
+    no_model_env: dict[str, str], alice: tuple[Path, str], args: list[str],
+) -> None:
+    """Before, converting these to UTC overflowed: a traceback and exit code 1 (issue 32, finding 6)."""
+    path, user = alice
+    result = run(no_model_env, *args, "--store", embedded(path), "--user", user)
+    assert result.code == 3, result.err
+    assert result.err.startswith("lastknown: error: ") and result.err.count("\n") == 1, result.err
+    assert "out of range" in result.err and "Traceback" not in result.err
+
+
+def test_a_jsonl_line_dated_at_the_calendars_end_fails_as_invalid_input(model_env: dict[str, str],
+                                                                        tmp_path: Path) -> None:
+    lines = tmp_path / "import.jsonl"
+    lines.write_text(json.dumps({"session": "s-1", "date": "9999-12-31T23:30:00-05:00", "user": new_user(),
+                                 "messages": ["Hello there."]}) + "\n", encoding="utf-8")
+    result = run(model_env, "write", "--store", embedded(tmp_path / "m.json"), "--jsonl", str(lines), "--no-progress")
+    assert result.code == 3, result.err
+    assert result.err.count("\n") == 1 and "line 1" in result.err and "out of range" in result.err, result.err
+
+
+def test_files_holding_the_users_words_are_owner_only_whatever_the_umask(
+    no_model_env: dict[str, str], alice: tuple[Path, str], tmp_path: Path,
+) -> None:
+    """export --output and timeline --html wrote 0644 files beside the 0600 store (issue 32, finding 7)."""
+    path, user = alice
+    store = embedded(path)
+    export, page = tmp_path / "alice.json", tmp_path / "alice.html"
+    export.write_text("an older export", encoding="utf-8")
+    export.chmod(0o644)  # replaced by a 0600 file, not rewritten in place
+    ok(run(no_model_env, "export", "--store", store, "--user", user, "--output", str(export), umask=0o022))
+    ok(run(no_model_env, "timeline", "--html", str(page), "--store", store, "--user", user, umask=0o022))
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()} == {
+        "alice.json": 0o600, "alice.html": 0o600}  # and no temporary file left behind
+    assert json.loads(export.read_text(encoding="utf-8"))["user_id"] == user
+    assert "Lives in Portland" in page.read_text(encoding="utf-8")
+    worded = [p for p in path.parent.iterdir() if p.stat().st_size > 0]  # the store's own files (not its lock)
+    assert worded and {p.name: stat.S_IMODE(p.stat().st_mode) for p in worded} == {p.name: 0o600 for p in worded}
 
 
 # ---------------------------------------------------------------------------------------------- export / import / audit

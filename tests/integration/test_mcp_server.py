@@ -27,7 +27,12 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.types import CallToolResult
 
+from lastknown_graph.llm import ChatModel
+from lastknown_graph.mcp.server import build_server
+from lastknown_graph.mcp.service import MemoryService, UserPolicy
+from lastknown_graph.memory import Memory
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
+from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
 from tests.cli_env import scripted_model_env
 
@@ -517,3 +522,58 @@ def test_a_second_server_on_a_spool_dir_in_use_does_not_start(model_env: dict[st
                 assert second.returncode == 1 and "another BackgroundWriter" in second.stderr, second.stderr
 
     anyio.run(main)
+
+
+# ---------------------------------------------------------------------------------------------- in process
+
+
+def lives_in_lyon(call: ModelCall) -> object:
+    """Scripted (a test double): every extraction finds that the user lives in Lyon."""
+    return {"facts": [fact("Lives in Lyon", "location")]}
+
+
+class InProcessBackend:
+    """An in-memory embedded store and the in-process test doubles, for a server driven without a subprocess."""
+
+    def __init__(self) -> None:
+        self._store, self._llm, self._embedder = EmbeddedStore(None), ScriptedModel(lives_in_lyon), HashedEmbedder()
+
+    def store(self) -> Store:
+        return self._store
+
+    def llm(self) -> ChatModel:
+        return self._llm
+
+    def embedder(self) -> HashedEmbedder:
+        return self._embedder
+
+
+def test_a_date_at_the_calendars_end_is_a_typed_tool_error() -> None:
+    """Before, these overflowed converting to UTC and the client got "Error executing tool" (issue 32, finding 6)."""
+    backend = InProcessBackend()
+    Memory(backend.llm(), backend.embedder(), "ada", backend.store()).write(
+        ["I live in Lyon."], date="2024-01-10", session="s-1")
+    service = MemoryService(backend, UserPolicy("ada"))
+    at_the_end, at_the_start = "9999-12-31T23:30:00-05:00", "0001-01-01T00:30:00+01:00"
+
+    async def scenario() -> None:
+        async with Client(build_server(service)) as client:
+            before = await call(client, "timeline")
+            for tool, arguments in (
+                ("context", {"known_at": at_the_end}),
+                ("context", {"known_at": at_the_start}),
+                ("as_of", {"date": "2024-01-10", "known_at": at_the_end}),
+                ("as_of", {"date": "0001-01-01"}),
+                ("find", {"query": "Lyon", "valid_between": ["2024-01-01", "9999-12-31"]}),
+                ("remember", {"messages": ["I moved to Nice."], "date": "0001-01-01", "session": "s-2"}),
+                ("remember", {"messages": ["I moved to Nice."], "date": "0001-01-01", "session": "s-2",
+                              "background": True}),
+            ):
+                message = await refused(client, tool, **arguments)
+                assert "InvalidInputError: " in message and "out of range" in message, (tool, message)
+            assert await call(client, "timeline") == before
+
+    try:
+        anyio.run(scenario)
+    finally:
+        service.close()
