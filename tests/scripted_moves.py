@@ -1,101 +1,111 @@
-"""A scripted responder for ScriptedModel (a test double, not a model): the user lives in Lyon, then Porto.
+"""Scripted responders for ScriptedModel (a test double, not a model): users who move.
 
-Each conversation yields one fact, "Lives in Porto" when the conversation names Porto and "Lives in Lyon"
-otherwise; every pair is flagged at stage 1 and retired at stage 2 with ``reason``.
+A stated new home town replaces the old one by the attribute's rule (one home at a time), with no model call; the
+responders still answer the calls an implied or vaguer value, an ending or a change's dependants would make.
 """
 
 from __future__ import annotations
 
 from lastknown_graph import EmbeddedStore, FactStatus, Memory
 from lastknown_graph.pipeline.premise import PremiseSettings
-from lastknown_graph.prompts.still_true import NO_NEWS_NOTES
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from lastknown_graph.testing.scripted_model import Responder
 
 
+def judged_as(call: ModelCall, reason: str = "scripted") -> object | None:
+    """The judging calls of a write, scripted: a value judged is a different one, a change or an ending ends nothing
+    listed. None for any other purpose."""
+    if call.purpose == "value_change":
+        return {"reasoning": reason, "verdict": "different"}
+    if call.purpose in ("dependants", "ended"):
+        return {"reasoning": reason, "no_longer_true": []}
+    return None
+
+
 def moving_to_porto(reason: str = "scripted") -> Responder:
+    """Each conversation yields one fact, "Lives in Porto" when it names Porto and "Lives in Lyon" otherwise; the
+    later town replaces the earlier one (stated: the attribute's rule, no call)."""
+
     def answer(call: ModelCall) -> object:
         if call.purpose == "extraction":
             city = "Porto" if "Porto" in call.last_user_message else "Lyon"
-            return {"facts": [{"text": f"Lives in {city}", "topic": "location", "kind": "state", "inferred": False,
-                               "evidence": [0]}]}
-        if call.purpose == "stage1":
-            return 0.9
-        if call.purpose == "stage2":
-            return {"reasoning": reason, "verdict": "no_longer_true"}
-        return "ok"
+            return {"facts": [{"text": f"Lives in {city}", "topic": "home_location", "kind": "state",
+                               "inferred": False, "evidence": [0]}]}
+        judged = judged_as(call, reason)
+        return "ok" if judged is None else judged
 
     return answer
 
 
 def lives_in(call: ModelCall) -> object:
-    """"I live in <city>." is the fact "Lives in <city>"; a later city retires an earlier one (flagged at stage 1,
-    retired at stage 2)."""
+    """"I live in <city>." is the fact "Lives in <city>"; a later city replaces an earlier one (no call)."""
     if call.purpose == "extraction":
         city = call.last_user_message.split("I live in ", 1)[1].split(".", 1)[0]
-        return {"facts": [{"text": f"Lives in {city}", "topic": "location", "kind": "state", "inferred": False,
+        return {"facts": [{"text": f"Lives in {city}", "topic": "home_location", "kind": "state", "inferred": False,
                            "evidence": [0]}]}
-    if call.purpose == "stage1":
-        return 0.9
-    if call.purpose == "stage2":
-        return {"reasoning": "one home at a time", "verdict": "no_longer_true"}
-    raise AssertionError(call.purpose)
+    judged = judged_as(call, "one home at a time")
+    if judged is None:
+        raise AssertionError(call.purpose)
+    return judged
 
 
-# A user with four home facts, each with its own scripted stage-1 answer, who then moves: P(Yes: the newer note may
-# make the older one untrue) per earlier fact. Every pair is below the unknown domain's bar (P(still true) 0.775).
-HOME_FACTS_OUTDATED = {"Lives in Lyon": 0.9, "Rents a flat near the river": 0.6, "Has a garden with tomatoes": 0.7,
-                       "Owns a cargo bike": 0.3}
+# A user with four facts about their home, then a move. The home town is replaced by the attribute's rule; the
+# facts that depend on the home are listed in one call, which says the flat and the garden went with the move.
+HOME_FACTS = {"Lives in Lyon": "home_location", "Rents a flat near the river": "dwelling",
+              "Has a garden with tomatoes": "dwelling", "Owns a cargo bike": "vehicle"}
+HOME_FACTS_ENDED_BY_A_MOVE = ("Rents a flat near the river", "Has a garden with tomatoes")
 HOME_FACTS_SAID = "I live in Lyon, I rent a flat near the river, I have a garden with tomatoes and I own a cargo bike."
 MOVED_TO_PORTO = "I moved to Porto last month."
 
 
 def home_fact(text: str) -> dict[str, object]:
-    return {"text": text, "topic": "home", "kind": "state", "inferred": False, "evidence": [0]}
+    return {"text": text, "topic": HOME_FACTS.get(text, "home_location"), "kind": "state", "inferred": False,
+            "evidence": [0]}
 
 
-def moving_home(no_news_yes: float | None = None) -> Responder:
-    """The four home facts first; "I moved to <city> ..." (or "..., to <city> ...") is "Lives in <city>". Stage 1
-    answers by earlier fact (0.1 for a city moved to), stage 2 retires. ``no_news_yes``: P(Yes) for the
-    calibration pairs of ``stage1_bar_cap="no_news"``, which must not be asked without it."""
+def moving_home() -> Responder:
+    """The four home facts first; "I moved to <city> ..." (or "..., to <city> ...") is "Lives in <city>". The move's
+    dependants call names the facts of ``HOME_FACTS_ENDED_BY_A_MOVE`` it is shown."""
 
     def answer(call: ModelCall) -> object:
         message = call.last_user_message
         if call.purpose == "extraction":
             if "moved" not in message:
-                return {"facts": [home_fact(text) for text in HOME_FACTS_OUTDATED]}
+                return {"facts": [home_fact(text) for text in HOME_FACTS]}
             city = message.split("moved", 1)[1].split(" to ", 1)[1].split(" ", 1)[0].rstrip(".,")
             return {"facts": [home_fact(f"Lives in {city}")]}
-        if call.purpose == "calibration" and no_news_yes is not None:
-            assert any(note in message for note in NO_NEWS_NOTES)
-            return no_news_yes
-        if call.purpose == "stage1":
-            older = message.split("Older note")[1]
-            return next((p for text, p in HOME_FACTS_OUTDATED.items() if text in older), 0.1)
-        if call.purpose == "stage2":
-            return {"reasoning": "Moving away ends it.", "verdict": "no_longer_true"}
+        if call.purpose == "dependants":
+            facts = message.split("Facts:\n", 1)[1].split("\nWhich of", 1)[0].splitlines()
+            ended = [int(line.split(".", 1)[0]) for line in facts
+                     if line.split(". ", 1)[1] in HOME_FACTS_ENDED_BY_A_MOVE]
+            return {"reasoning": "Moving away ends them.", "no_longer_true": ended}
         raise AssertionError(call.purpose)
 
     return answer
 
 
+# The attribute of a scripted fact by its first word; any other first word is a topic the vocabulary does not know,
+# read as ``other`` (many values: such facts never replace each other).
+ATTRIBUTE_OF_OPENER = {"lives": "home_location", "works": "employer", "rents": "dwelling", "eats": "diet"}
+
+
 def extracted(*texts: str) -> dict[str, object]:
-    """An extraction answer stating ``texts`` as state facts of the first turn, each on the topic of its first word."""
-    return {"facts": [{"text": text, "topic": text.split()[0].lower(), "kind": "state", "inferred": False,
-                       "evidence": [0]} for text in texts]}
+    """An extraction answer stating ``texts`` as state facts of the first turn, each on the attribute its first word
+    names (``ATTRIBUTE_OF_OPENER``), else on a topic of that word."""
+    return {"facts": [{"text": text, "topic": ATTRIBUTE_OF_OPENER.get(text.split()[0].lower(), text.split()[0].lower()),
+                       "kind": "state", "inferred": False, "evidence": [0]} for text in texts]}
 
 
 def moved_out_of_lyon_answer(call: ModelCall, lyon_facts: tuple[str, ...]) -> object | None:
     """The write's answers for ``moved_out_of_lyon``: ``lyon_facts`` extracted from a conversation that does not name
-    Porto, the same facts in Porto from one that does; every pair kept at stage 1's P(Yes) 0.95 (flagged) and retired
-    at stage 2. None for any other purpose, which the test scripts."""
+    Porto, the same facts in Porto from one that does (each a stated new value of its one-valued attribute, which
+    replaces the Lyon one with no call); the move's dependants call ends nothing else. None for any other purpose,
+    which the test scripts."""
     if call.purpose == "extraction":
         porto = "Porto" in call.last_user_message
         return extracted(*(text.replace("Lyon", "Porto") if porto else text for text in lyon_facts))
-    if call.purpose == "stage1":
-        return 0.95
-    if call.purpose == "stage2":
-        return {"reasoning": "scripted", "verdict": "no_longer_true"}
+    if call.purpose == "dependants":
+        return {"reasoning": "scripted", "no_longer_true": []}
     return None
 
 
