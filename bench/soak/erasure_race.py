@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench._report import has_neo4j, invocation, machine_lines, markdown_table, write_generated
-from lastknown_graph import BackgroundWriter, JobState, Memory
+from lastknown_graph import BackgroundWriter, JobState, Memory, PendingWrite, WriteDroppedError, WriteFailure
 from lastknown_graph.errors import LastknownError, UnknownUserError
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
@@ -86,29 +86,35 @@ def conversation(number: int) -> list[str]:
 
 
 def write_until(kind: StoreKind, target: str, user: str, name: str, spool: str, stop_at: float, out: str) -> None:
-    """One writer process: submit conversations until ``stop_at``, then finish them and record every job's end."""
+    """One writer process: submit conversations until ``stop_at``, then finish them and record every job's end
+    (from its handle: a long run finishes more jobs than the writer keeps statuses of)."""
     memory = memory_of(kind, target, user)
-    acknowledged: list[dict[str, object]] = []
-    handles = []
-    with BackgroundWriter(memory, spool_dir=spool) as writer:
+    failures: dict[str, WriteFailure] = {}
+    handles: list[PendingWrite] = []
+    with BackgroundWriter(memory, spool_dir=spool, on_failure=lambda f: failures.__setitem__(f.session, f)) as writer:
         number = 0
         while time.time() < stop_at:
             if writer.waiting() >= MAX_QUEUED:
                 time.sleep(0.01)
                 continue
             number += 1
-            session = f"{name}-{number}"
-            handles.append(writer.submit(conversation(number), "2024-03-01", session))
-            acknowledged.append({"session": session})
+            handles.append(writer.submit(conversation(number), "2024-03-01", f"{name}-{number}"))
         writer.wait()
-        for entry, handle in zip(acknowledged, handles, strict=True):
-            status = writer.status(handle.job_id)
-            entry.update(state=str(status.state), retryable=status.retryable, error_type=status.error_type,
-                         error=status.error, typed=_typed(handle.exception()) if status.error_type else True)
-            if status.state is JobState.DONE and status.report is not None:
-                entry.update(already_written=status.report.already_written,
-                             added=[fact.fact_id for fact in status.report.added])
-    Path(out).write_text(json.dumps({"writer": name, "jobs": acknowledged}), encoding="utf-8")
+    jobs: list[dict[str, object]] = []
+    for handle in handles:
+        error = handle.exception()
+        if error is None:
+            report = handle.result()
+            jobs.append({"session": handle.session, "state": str(JobState.DONE), "retryable": False,
+                         "already_written": report.already_written, "added": [f.fact_id for f in report.added]})
+            continue
+        failure = failures.get(handle.session)
+        state = JobState.DROPPED if isinstance(error, WriteDroppedError) else JobState.FAILED
+        jobs.append({"session": handle.session, "state": str(state),
+                     "retryable": failure.retryable if failure is not None else False,
+                     "error_type": type(error).__name__, "error": f"{type(error).__name__}: {error}",
+                     "typed": _typed(error)})
+    Path(out).write_text(json.dumps({"writer": name, "jobs": jobs}), encoding="utf-8")
 
 
 def erase_until(kind: StoreKind, target: str, user: str, seed: int, stop_at: float, out: str) -> None:
