@@ -29,6 +29,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,10 +86,12 @@ def conversation(number: int) -> list[str]:
 # ------------------------------------------------------------------------------------------------ the processes
 
 
-def write_until(kind: StoreKind, target: str, user: str, name: str, spool: str, stop_at: float, out: str) -> None:
-    """One writer process: submit conversations until ``stop_at``, then finish them and record every job's end
-    (from its handle: a long run finishes more jobs than the writer keeps statuses of)."""
+def write_until(kind: StoreKind, target: str, user: str, name: str, spool: str, start: Barrier, duration_s: float,
+                out: str) -> None:
+    """One writer process: submit conversations for ``duration_s`` once every process is ready, then finish them
+    and record every job's end (from its handle: a long run finishes more jobs than the writer keeps statuses of)."""
     memory = memory_of(kind, target, user)
+    stop_at = _started(start, duration_s)
     failures: dict[str, WriteFailure] = {}
     handles: list[PendingWrite] = []
     with BackgroundWriter(memory, spool_dir=spool, on_failure=lambda f: failures.__setitem__(f.session, f)) as writer:
@@ -117,9 +120,12 @@ def write_until(kind: StoreKind, target: str, user: str, name: str, spool: str, 
     Path(out).write_text(json.dumps({"writer": name, "jobs": jobs}), encoding="utf-8")
 
 
-def erase_until(kind: StoreKind, target: str, user: str, seed: int, stop_at: float, out: str) -> None:
-    """One eraser process: forget, undo or correct something of the user's at random until ``stop_at``."""
+def erase_until(kind: StoreKind, target: str, user: str, seed: int, start: Barrier, duration_s: float,
+                out: str) -> None:
+    """One eraser process: forget, undo or correct something of the user's at random for ``duration_s`` once every
+    process is ready."""
     memory = memory_of(kind, target, user)
+    stop_at = _started(start, duration_s)
     chance = random.Random(seed)
     forgotten: list[str] = []
     undone: list[str] = []
@@ -141,7 +147,7 @@ def erase_until(kind: StoreKind, target: str, user: str, seed: int, stop_at: flo
                 report = memory.undo(entry.fact.session_id, cascade=True)
                 undone.extend(session.session_id for session in report.sessions)
             else:
-                current = [fact for fact in memory.current() if fact.topic == "gadget"]
+                current = [fact for fact in memory.current() if fact.text.startswith("Owns gadget")]
                 if not current:
                     continue
                 target_fact = chance.choice(current)
@@ -155,6 +161,12 @@ def erase_until(kind: StoreKind, target: str, user: str, seed: int, stop_at: flo
         time.sleep(chance.uniform(0.0, 0.03))
     Path(out).write_text(json.dumps({"forgotten": forgotten, "undone": undone, "corrected": corrected,
                                      "done": done, "refused": refused, "untyped": untyped}), encoding="utf-8")
+
+
+def _started(start: Barrier, duration_s: float) -> float:
+    """Wait for every process of the race to be ready (imports take seconds on a busy machine), then the deadline."""
+    start.wait()
+    return time.time() + duration_s
 
 
 def _typed(error: BaseException | None) -> bool:
@@ -195,11 +207,11 @@ def race(kind: StoreKind, target: str, *, duration_s: float, writers: int = 1, e
     context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="lastknown-erasure-race-") as scratch:
         memory_of(kind, target, user).write(conversation(0), "2024-03-01", "seed-0")  # schema and user exist
-        stop_at = time.time() + duration_s
+        start = context.Barrier(writers + erasers)
         processes = [context.Process(target=write_until, args=(kind, target, user, f"w{n}", f"{scratch}/spool-{n}",
-                                                               stop_at, f"{scratch}/writer-{n}.json"))
+                                                               start, duration_s, f"{scratch}/writer-{n}.json"))
                      for n in range(writers)]
-        processes += [context.Process(target=erase_until, args=(kind, target, user, seed + n, stop_at,
+        processes += [context.Process(target=erase_until, args=(kind, target, user, seed + n, start, duration_s,
                                                                 f"{scratch}/eraser-{n}.json"))
                       for n in range(erasers)]
         for process in processes:

@@ -32,7 +32,7 @@ def test_writers_racing_erasers_lose_no_acknowledged_write(kind: StoreKind, tmp_
     target = request.getfixturevalue("neo4j_uri") if kind == "neo4j" else str(tmp_path)
     outcome = race(kind, target, duration_s=SHORT_RACE_S)
     assert outcome.lost == [] and outcome.phantoms == [] and outcome.untyped == []
-    assert outcome.acknowledged >= 10 and outcome.written + outcome.kept_for_retry == outcome.acknowledged
+    assert outcome.acknowledged >= 5 and outcome.written + outcome.kept_for_retry == outcome.acknowledged
     # The race happened: every kind of erasure reached the store while the writer wrote.
     assert all(outcome.erasures[erasure] > 0 for erasure in ("forget", "undo", "correct")), outcome.erasures
     assert outcome.passed
