@@ -271,6 +271,15 @@ class ReferenceStore:
         ]
         return DeletionReport(deleted_fact_ids=tuple(sorted(doomed)), redacted_message_ids=tuple(sorted(redacted)))
 
+    def rename_topics(self, renames: dict[str, str]) -> int:
+        renamed = 0
+        for memory in self._users.values():
+            for fact_id, fact in list(memory.facts.items()):
+                if fact.topic in renames and renames[fact.topic] != fact.topic:
+                    memory.facts[fact_id] = fact.model_copy(update={"topic": renames[fact.topic]})
+                    renamed += 1
+        return renamed
+
     def delete_user(self, user_id: str) -> bool:
         return self._users.pop(user_id, None) is not None
 

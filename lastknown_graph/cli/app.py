@@ -298,8 +298,10 @@ lastknown stats --all-users --json
     stats.add_argument("--all-users", action="store_true", help="one row per user of the store")
 
     upgrade = _command(
-        commands, common, "upgrade", "bring a Neo4j memory written by an older version up to this one's layout", """
+        commands, common, "upgrade", "bring a memory written by an older version up to this one's layout (topics "
+        "become attributes; Neo4j facts get their embedding bytes)", """
 lastknown upgrade --store bolt://localhost:7687
+lastknown upgrade --store embedded:memory.json
 """, run_upgrade)
     upgrade.add_argument("--batch-size", type=int, default=1000, help="facts per transaction (default 1000)")
 

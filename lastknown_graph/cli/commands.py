@@ -41,6 +41,7 @@ from lastknown_graph.cli.runtime import (
     emit,
     note,
 )
+from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.domain.models import EXPORT_FORMAT, Fact, FactStatus, ScoredFact, UserExport
 from lastknown_graph.domain.search import search_scope
 from lastknown_graph.domain.validation import check_text, moment_argument, normalised_identifier, parse_day
@@ -445,10 +446,16 @@ def run_stats(args: argparse.Namespace, rt: Runtime) -> int:
 
 def run_upgrade(args: argparse.Namespace, rt: Runtime) -> int:
     spec = rt.options.store
-    if spec.kind == "embedded":
-        # The embedded file has always kept embeddings as float32 bytes: nothing to add.
-        emit(rt.options, {"store": spec.describe(), "upgraded_facts": 0}, f"{spec.describe()} needs no upgrade")
-        return EXIT_OK
+    store = rt.store()
+    # The embedded file has always kept embeddings as float32 bytes: only Neo4j facts may need them added.
+    upgraded = store.upgrade(batch_size=args.batch_size) if isinstance(store, Neo4jStore) else 0
+    # Topics written before attributes ("location", "job") become the attributes they meant, so filters by
+    # attribute (find --topic) see them.
+    renamed = store.rename_topics(AttributeTable().legacy_renames())
+    emit(rt.options, {"store": spec.describe(), "upgraded_facts": upgraded, "renamed_topics": renamed},
+         f"upgraded {upgraded} facts and gave {renamed} facts their attribute in {spec.describe()}"
+         if upgraded or renamed else f"{spec.describe()} is up to date")
+    return EXIT_OK
     store = rt.store()
     if not isinstance(store, Neo4jStore):  # every store spec but embedded opens Neo4j
         raise CLIError(f"{spec.describe()} is not a Neo4j store", EXIT_USAGE)

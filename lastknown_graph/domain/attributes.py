@@ -188,6 +188,11 @@ class AttributeTable:
                 seen.setdefault(name, self.attributes[name])
         return list(seen.values())
 
+    def legacy_renames(self) -> dict[str, str]:
+        """What ``lastknown upgrade`` renames: each legacy topic that is not itself an attribute here, to the
+        attribute of this table it meant."""
+        return {old: new for old, new in LEGACY_TOPICS.items() if old not in self.attributes and new in self.attributes}
+
     def domains(self) -> set[str]:
         return {a.domain for a in self.attributes.values()}
 

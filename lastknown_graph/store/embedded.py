@@ -15,7 +15,7 @@ import fcntl
 import logging
 import threading
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import date, datetime
 from pathlib import Path
@@ -58,7 +58,7 @@ from lastknown_graph.domain.models import (
 )
 from lastknown_graph.domain.review import doubts
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.domain.validation import check_identifier
+from lastknown_graph.domain.validation import check_identifier, check_text
 from lastknown_graph.errors import (
     SchemaMismatchError,
     StaleStateError,
@@ -527,6 +527,27 @@ class EmbeddedStore:
                                  stage=late.stage, reason=late.reason, recorded_at=change.recorded_at,
                                  overtaken=True)
         return WriteOutcome(applied=True, already_written=False)
+
+    def rename_topics(self, renames: Mapping[str, str]) -> int:
+        wanted = {check_text(old): check_text(new) for old, new in renames.items() if old != new}
+        with self._locked(exclusive=False):
+            found = any(node.get("label") == "Fact" and node.get("topic") in wanted
+                        for _, node in self._graph.nodes(data=True))
+        if not found:
+            return 0
+        self._histories.clear()
+        # A rename changes attributes only, so the node and edge counts stay: ``replaces`` makes the rewrite save.
+        with self._rewriting(replaces=True) as graph:
+            users: set[str] = set()
+            renamed = 0
+            for _, node in graph.nodes(data=True):
+                if node.get("label") == "Fact" and node.get("topic") in wanted:
+                    node["topic"] = wanted[node["topic"]]
+                    users.add(node["user_id"])
+                    renamed += 1
+            for user_id in users:
+                graph.nodes[_user_key(user_id)]["revision"] = _revision(graph, user_id) + 1
+        return renamed
 
     def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
         check_identifier(user_id)

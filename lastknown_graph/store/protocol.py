@@ -7,7 +7,7 @@ raises and leaves the stored memory exactly as it was.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import date, datetime
 from typing import Protocol, runtime_checkable
@@ -183,6 +183,11 @@ class Store(Protocol):
     def rejected_retirements(self, user_id: str) -> list[RejectedPair]:
         """Every retirement the user rejected on review, with the new fact's words: what planning a write never
         retires again."""
+
+    def rename_topics(self, renames: Mapping[str, str]) -> int:
+        """``lastknown upgrade``: every fact, of every user, whose topic is a key of ``renames`` takes its value (a
+        topic written before attributes becomes the attribute it meant); how many facts changed. Idempotent; every
+        user whose facts changed gets a new revision."""
 
     def delete_user(self, user_id: str) -> bool:
         """Delete every node and edge of the user; returns whether there was anything."""

@@ -8,7 +8,7 @@ serialised inside Neo4j, across processes and machines.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import date, datetime
 from typing import Any, TypeVar, cast
@@ -48,7 +48,7 @@ from lastknown_graph.domain.models import (
 )
 from lastknown_graph.domain.review import VERDICT_STAGES, doubts
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.domain.validation import check_identifier
+from lastknown_graph.domain.validation import check_identifier, check_text
 from lastknown_graph.errors import (
     SchemaMismatchError,
     StaleStateError,
@@ -491,6 +491,14 @@ class Neo4jStore:
                 return upgraded
             upgraded += self._add_embedding_bytes(rows)
             after = rows[-1]["id"]
+
+    def rename_topics(self, renames: Mapping[str, str]) -> int:
+        wanted = [{"from": check_text(old), "to": check_text(new)} for old, new in renames.items() if old != new]
+        if not wanted:
+            return 0
+        [row] = self._write("rename topics", lambda tx: self._run(tx, "upgrade_topics", renames=wanted))
+        self._histories.clear()
+        return int(row["renamed"])
 
     def _add_embedding_bytes(self, rows: list[dict[str, Any]]) -> int:
         facts = [{"id": row["id"], "embedding_f32": to_float32_bytes(row["embedding"])} for row in rows]
