@@ -18,6 +18,7 @@ from neo4j import exceptions as neo4j_errors
 
 from lastknown_graph.cli.runtime import Options, StoreSpec, jsonable
 from lastknown_graph.config import load_settings
+from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.domain.validation import bounded_day, utc_moment
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.store.neo4j.connection import Neo4jTarget, open_driver, translated_errors
@@ -130,6 +131,8 @@ def parameters(query: Query, pairs: Sequence[str], user: str | None) -> dict[str
         given[key] = convert(key, raw, types.get(key, ""))
     if "user_id" in used and "user_id" not in given and user is not None:
         given["user_id"] = user
+    if "one_valued" in used and "one_valued" not in given:  # the library's own table, unless the caller has theirs
+        given["one_valued"] = [a.name for a in AttributeTable().attributes.values() if a.one_valued and not a.moment]
     missing = [name for name in used if name not in given]
     if missing:
         example = header(query, "example")

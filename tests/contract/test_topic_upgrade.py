@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from datetime import date
 
+import neo4j
+
 from lastknown_graph import Memory
+from lastknown_graph.cli.audit import parameters
 from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.store import Store
+from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from tests.builders import DIMENSION, SessionBuilder, new_user, vec
 
@@ -50,3 +54,22 @@ def test_a_memory_written_before_attributes_is_judged_by_the_attribute_its_topic
     assert [(r.old_text, r.new_text, str(r.stage)) for r in report.retired] == [
         ("Lives in Tromsø", "Lives in Bergen", "replaced")]
     assert [call.purpose for call in model.calls] == ["extraction"]
+
+
+def test_the_audit_lists_one_valued_attributes_holding_two_current_values(neo4j_store_session: Store,
+                                                                          neo4j_uri: str) -> None:
+    """`cypher/audit_one_valued_attributes.cypher`, as `lastknown audit` runs it with the library's table."""
+    user = new_user("audit")
+    session = SessionBuilder(user, "s-1", date(2023, 5, 1))
+    session.fact("Lives in Tromsø", "home_location", vec(1))
+    session.fact("Lives in Bergen", "home_location", vec(2))
+    session.fact("Plays the fiddle", "hobby", vec(3))
+    session.fact("Knits socks", "hobby", vec(4))
+    neo4j_store_session.apply(session.build())
+    query = CypherLibrary().get("audit_one_valued_attributes")
+    given = parameters(query, [], user)
+    assert "home_location" in given["one_valued"] and "hobby" not in given["one_valued"]
+    with neo4j.GraphDatabase.driver(neo4j_uri, auth=None) as driver:
+        rows, _, _ = driver.execute_query(query.text, given)
+    assert [(row["attribute"], row["current_values"]) for row in rows] == [("home_location", 2)]
+    assert sorted(text.split(": ", 1)[1] for text in rows[0]["current_facts"]) == ["Lives in Bergen", "Lives in Tromsø"]
