@@ -18,9 +18,11 @@ from lastknown_graph.errors import InvalidInputError
 # How close stage 1's P(still true) may be to its bar for a retirement to be doubtful: 0.1 lists the pairs stage 1
 # flagged by less than a tenth (bars are 0.60 to 0.95), a few per hundred retirements in bench/results' STALE runs.
 DEFAULT_REVIEW_BAND: Final = 0.1
-# The stages where a model judged the pair (after stage 1 or after the write's screen); with a new fact that is only
-# inferred, nothing the user said decided it.
-VERDICT_STAGES: Final = (Stage.STAGE2, Stage.STAGE1_CONFIDENT, Stage.SCREEN_STAGE2)
+# The stages where a model decided the retirement: a value judged different, a fact a change or an ending reached
+# (and the pairwise design's stages, still read from retirements written before attributes). With a new fact that is
+# only inferred, nothing the user said decided it.
+VERDICT_STAGES: Final = (Stage.JUDGED, Stage.DEPENDENT, Stage.ENDED, Stage.STAGE2, Stage.STAGE1_CONFIDENT,
+                         Stage.SCREEN_STAGE2)
 # A domain at most this volatile is stable for the queue: the volatility below which a well-confirmed fact resists a
 # single inferred contradiction, so every evidence retirement under the priors it was written with.
 STABLE_MAX_VOLATILITY: Final = RESIST_MAX_VOLATILITY
