@@ -40,7 +40,6 @@ WRITE = "lastknown.write"
 PLAN = "lastknown.plan"
 EXTRACTION = "lastknown.extraction"
 CANDIDATES = "lastknown.candidates"
-SCREEN = "lastknown.screen"  # the one screening call of a write (ConflictSettings.screening = "one_call")
 STORE_APPLY = "lastknown.store.apply"
 ASK = "lastknown.ask"
 PREMISE = "lastknown.premise"
@@ -52,7 +51,7 @@ SESSION = "lastknown.session.pseudonym"
 ATTEMPT = "lastknown.plan.attempt"
 STORE_KIND = "lastknown.store.kind"
 STORE_OUTCOME = "lastknown.store.outcome"  # committed | already_written | stale
-PURPOSE = "lastknown.llm.purpose"  # extraction, screen, stage1, stage2, premise, answer, ...
+PURPOSE = "lastknown.llm.purpose"  # extraction, value_change, dependants, ended, premise, answer, ...
 CALL_KIND = "lastknown.llm.call"  # structured | yes_probability | yes_probabilities | text
 COMPLETIONS = "lastknown.llm.completions"  # answered requests in one call: retries and capability probes included
 # OpenTelemetry GenAI semantic conventions (model-call spans only, so that a backend summing them counts each

@@ -1,4 +1,4 @@
-"""Token accounting per purpose ("extraction", "stage1", ...) for one write() or ask()."""
+"""Token accounting per purpose ("extraction", "value_change", ...) for one write() or ask()."""
 
 from __future__ import annotations
 
