@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
+import os
 import shlex
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -90,19 +93,57 @@ def scripted_rules() -> list[Rule]:
     ]
 
 
-def endpoint_answers(base_url: str, api_key: str) -> bool:
+# A configured endpoint may be busy answering someone else (llama.cpp serves one request at a time): it gets this
+# long to answer, with a progress line, before the demo gives up on it. An endpoint nobody configured gets one
+# short probe, since the default URL usually has nothing behind it.
+CONFIGURED_PATIENCE_S = 180.0
+DEFAULT_PROBE_S = 3.0
+PROGRESS_EVERY_S = 10.0
+
+
+class EndpointUnavailableError(LastknownError):
+    """The endpoint the user configured did not answer in time: the demo stops rather than pretend with a script."""
+
+
+def endpoint_answers(base_url: str, api_key: str, timeout_s: float = DEFAULT_PROBE_S) -> bool:
     try:
         response = httpx.get(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"},
-                             timeout=3.0)
+                             timeout=timeout_s)
     except httpx.HTTPError:
         return False
     return response.status_code == 200
 
 
+def wait_for_endpoint(base_url: str, api_key: str, patience_s: float = CONFIGURED_PATIENCE_S) -> bool:
+    """Probe a configured endpoint until it answers or ``patience_s`` pass, saying every so often that it waits."""
+    started = time.monotonic()
+    while True:
+        left = patience_s - (time.monotonic() - started)
+        if left <= 0:
+            return False
+        if endpoint_answers(base_url, api_key, timeout_s=min(PROGRESS_EVERY_S, left)):
+            return True
+        waited = time.monotonic() - started
+        if waited < patience_s:
+            print(f"  waiting for {base_url} to answer ({waited:.0f} s of {patience_s:.0f} s; it may be busy)",
+                  flush=True)
+
+
 @contextlib.contextmanager
-def chosen_llm(force_scripted: bool) -> Iterator[tuple[LLM, str]]:
+def chosen_llm(force_scripted: bool, patience_s: float = CONFIGURED_PATIENCE_S) -> Iterator[tuple[LLM, str]]:
+    """The configured endpoint (waited for while it is busy), or the scripted model when none is configured or on
+    ``--scripted``. A configured endpoint that never answers stops the demo: a user who set one up must not be
+    shown canned answers instead without noticing."""
     env = load_settings()
     base_url, api_key = env.model_base_url, env.model_api_key
+    if not force_scripted and env.base_url is not None:
+        if not wait_for_endpoint(base_url, api_key, patience_s):
+            raise EndpointUnavailableError(
+                f"LASTKNOWN_BASE_URL={base_url} did not answer GET /models within {patience_s:.0f} s; start it, "
+                "or run the demo with --scripted (or without LASTKNOWN_BASE_URL) to see the mechanics")
+        llm = LLM(settings=env)
+        yield llm, f"model {llm.model!r} at {llm.base_url}"
+        return
     if not force_scripted and endpoint_answers(base_url, api_key):
         llm = LLM(settings=env)
         yield llm, f"model {llm.model!r} at {llm.base_url}"
@@ -131,11 +172,23 @@ def show_write(report: WriteReport, label: str) -> None:
 
 
 def demo_store(path: Path) -> Store:
+    """The demo's store, made anew: the embedded file with every file beside it that belongs to it (its journal,
+    lock and leftovers), so a second run never meets the first one's journal without its snapshot."""
     if load_settings().neo4j_uri:
         return Neo4jStore()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.unlink(missing_ok=True)
+    for leftover in [path, *path.parent.glob(f"{glob.escape(path.name)}.*")]:
+        leftover.unlink(missing_ok=True)
     return EmbeddedStore(path)
+
+
+def cli_command() -> str:
+    """How to run ``lastknown`` as printed: by its path when the virtualenv that runs the demo is not activated."""
+    script = Path(sys.executable).parent / "lastknown"
+    on_path = shutil.which("lastknown")
+    if script.exists() and (on_path is None or Path(on_path).resolve() != script.resolve()):
+        return shlex.quote(os.path.relpath(script) if not os.path.relpath(script).startswith("..") else str(script))
+    return "lastknown"
 
 
 def store_option(store: Store, store_path: Path) -> str:
@@ -147,11 +200,12 @@ def store_option(store: Store, store_path: Path) -> str:
 
 def show_how_to_look(user: str, store: Store, store_path: Path) -> None:
     target = shlex.quote(store_option(store, store_path))
+    command = cli_command()
     print(f"\n== look at this memory yourself (user {user!r})")
-    print(f"  lastknown --store {target} --user {user} context")
-    print(f"  lastknown --store {target} --user {user} timeline --html {user}-timeline.html")
+    print(f"  {command} --store {target} --user {user} context")
+    print(f"  {command} --store {target} --user {user} timeline --html {user}-timeline.html")
     if isinstance(store, Neo4jStore):  # the Cypher library runs on Neo4j only
-        print(f"  lastknown --store {target} --user {user} audit session_changes --param session_id=sep  # the move")
+        print(f"  {command} --store {target} --user {user} audit session_changes --param session_id=sep  # the move")
         print("  Neo4j Browser (http://localhost:7474): set the user, then run cypher/audit_timeline_graph.cypher")
         print(f'    :param user_id => "{user}"')
 
