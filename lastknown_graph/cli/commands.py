@@ -430,6 +430,8 @@ def user_stats(store: Store, user: str) -> dict[str, Any]:
 def run_stats(args: argparse.Namespace, rt: Runtime) -> int:
     spec = rt.options.store
     if not args.all_users:
+        if rt.options.user is None:  # the one command where a missing --user has a second meaning to point at
+            raise CLIError("stats needs --user USER, or --all-users for one row per user of the store", EXIT_USAGE)
         user = rt.user()
         [row] = [user_stats(rt.store_with_user(user), user)]
         text = "\n".join(f"{key:<18} {'' if value is None else value}" for key, value in row.items())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from lastknown_graph.domain.models import (
@@ -81,18 +81,22 @@ def scored_text(hits: Sequence[ScoredFact]) -> str:
     return "\n".join(f"{hit.similarity:5.2f}  {fact_line(hit.fact)}" for hit in hits)
 
 
-def write_text(report: WriteReport) -> str:
+def write_text(report: WriteReport, in_review: Collection[str] = ()) -> str:
+    """``in_review``: the ids of the retired facts whose retirement waits in the review queue."""
     head = f"session {report.session_id} ({report.date.isoformat()}, user {report.user_id})"
     if report.already_written:
         return f"{head}: already written; nothing changed"
+    waiting = sum(r.old_fact_id in in_review for r in report.retired)
+    review = f" ({waiting} of them in the review queue: lastknown review)" if waiting else ""
     lines = [
         f"{head}: {report.messages_stored} messages stored; {len(report.added)} added, "
-        f"{len(report.confirmed)} confirmed, {len(report.retired)} retired, {len(report.expired)} expired, "
+        f"{len(report.confirmed)} confirmed, {len(report.retired)} retired{review}, {len(report.expired)} expired, "
         f"{len(report.rejected)} rejected; {report.usage.total.calls} LLM calls"
     ]
     lines += [f"  + {a.text}  [{a.topic}{', inferred' if a.inferred else ''}]  ({a.fact_id})" for a in report.added]
     lines += [f"  = {c.text}  ({c.fact_id})" for c in report.confirmed]
-    lines += [f"  - {r.old_text} -> {r.new_text}  ({r.stage}: {r.reason})" for r in report.retired]
+    lines += [f"  - {r.old_text} -> {r.new_text}  ({r.stage}: {r.reason})"
+              f"{'  [waits in the review queue]' if r.old_fact_id in in_review else ''}" for r in report.retired]
     lines += [f"  - {e.old_text} -> {e.new_text}  (expired)" for e in report.expired]
     lines += [f"  ! {h.text}  (held, still current: {h.reason})" for h in report.held]
     lines += [f"  x {r.text}  (rejected: {r.reason})" for r in report.rejected]
@@ -175,7 +179,7 @@ def undo_text(report: UndoReport) -> str:
 
 
 _DOUBT_TEXT = {
-    ReviewReason.NEAR_BAR: "stage 1 was near its bar",
+    ReviewReason.NEAR_BAR: "stage 1 was near its bar",  # retirements written before attributes
     ReviewReason.INFERRED_ONLY: "the new fact is only inferred",
     ReviewReason.EVIDENCE_AGAINST_STABLE: "accumulated evidence against a stable fact",
 }
@@ -187,7 +191,7 @@ def review_text(items: list[ReviewItem]) -> str:
     lines = []
     for item in items:
         margin = ("" if item.still_true_probability is None or item.flag_bar is None
-                  else f", P(still true) {item.still_true_probability:.2f} vs bar {item.flag_bar:.2f}")
+                  else f"  (P(still true) {item.still_true_probability:.2f} against a bar of {item.flag_bar:.2f})")
         lines.append(f"{item.retirement_id}  {item.at.isoformat()} {item.session_id}: "
                      f"{'; '.join(_DOUBT_TEXT[d] for d in item.doubts)}")
         lines.append(f"  retired  {item.old.text}")

@@ -103,8 +103,12 @@ def run_write(args: argparse.Namespace, rt: Runtime) -> int:
     day = args.date or date.today().isoformat()
     day_argument(day)  # a malformed or out-of-range date is refused before the models are opened
     session = args.session or default_session(user, day, messages)
-    report = rt.memory(user).write(messages, date=day, session=session)
-    emit(rt.options, report.model_dump(mode="json"), write_text(report))
+    memory = rt.memory(user)
+    report = memory.write(messages, date=day, session=session)
+    # A retirement decided with little margin is applied but waits for the user's word: say which.
+    in_review = {item.retirement_id for item in memory.review() if item.session_id == report.session_id} \
+        if report.retired else set()
+    emit(rt.options, report.model_dump(mode="json"), write_text(report, in_review))
     return EXIT_OK
 
 
