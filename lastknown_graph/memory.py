@@ -210,12 +210,13 @@ class Memory(MemoryReader):
         memo = PlanningMemo()
         llm = tracing.traced(self.llm)
         for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
-            with tracing.span(tracing.PLAN, {tracing.ATTEMPT: attempt}):
+            with tracing.span(tracing.PLAN, {tracing.ATTEMPT: attempt}) as plan_span:
                 plan = plan_write(
                     llm=llm, embedder=self.embedder, store=self.store, settings=self.conflict_settings,
                     priors=self.priors, attributes=self.attributes, meter=meter, user_id=self.user,
                     session_id=session_id, day=day, user_messages=turns, memo=memo,
                 )
+                plan_span.set_attributes(tracing.route_attributes(plan.routes))
             outcome = self._apply(plan.change, attempt)
             if outcome is None:
                 logger.info("state changed under session %s; planning again (attempt %d)", session_id, attempt + 1)

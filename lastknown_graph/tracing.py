@@ -17,7 +17,8 @@ in-process scripted model, an adapter of yours), so every call the memory makes 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -107,6 +108,16 @@ def usage_attributes(usage: UsageReport) -> dict[str, AttributeValue]:
         "lastknown.usage.input_tokens": usage.total.prompt_tokens,
         "lastknown.usage.output_tokens": usage.total.completion_tokens,
     }
+
+
+ROUTES = "lastknown.plan.routes"  # each new fact's route (pipeline/judgment.py), and a dependants call after a change
+
+
+def route_attributes(routes: Sequence[str]) -> dict[str, AttributeValue]:
+    """Each new fact's route to its decision, in order, and how many took each: names only, no user text."""
+    counted = Counter(str(route) for route in routes)
+    return {ROUTES: [str(route) for route in routes],
+            **{f"{ROUTES}.{route}": count for route, count in sorted(counted.items())}}
 
 
 def write_attributes(report: WriteReport) -> dict[str, AttributeValue]:

@@ -69,6 +69,7 @@ class Route(StrEnum):
     """How a new fact was decided (shown on the write's trace and in each retirement's stage)."""
 
     MOMENT = "moment"
+    FIRST = "first"  # a one-valued attribute with no current value: the new fact is its value
     REPEATED = "repeated"
     OVERTAKEN = "overtaken"
     REPLACED = "replaced"

@@ -327,7 +327,7 @@ class _Planner:
             for other in judged[1:]:
                 self._keep(other, new.text, Stage.JUDGED, verdicts[other.id].reason)
             return
-        add_at = self._add(new, Route.JUDGED if judged else Route.REPLACED)
+        add_at = self._add(new, Route.JUDGED if judged else Route.REPLACED if replaced else Route.FIRST)
         changed = False
         for old in replaced:
             changed |= self._retire(new, old, Stage.REPLACED,
