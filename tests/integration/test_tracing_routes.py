@@ -15,7 +15,8 @@ def answer(call: ModelCall) -> object:
     if call.purpose == "extraction":
         if "Graz" in call.last_user_message:
             return {"facts": [
-                {"text": "Lives in Graz", "topic": "home_location", "kind": "state", "inferred": False, "evidence": [0]},
+                {"text": "Lives in Graz", "topic": "home_location", "kind": "state", "inferred": False,
+                 "evidence": [0]},
                 {"text": "Is on a tram right now", "topic": "current_activity", "kind": "moment", "inferred": False,
                  "evidence": [0]}]}
         return {"facts": [
