@@ -46,10 +46,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TextIO
 
 from lastknown_graph.config import load_settings
 
@@ -172,19 +173,22 @@ class LocalNeo4jStatus:
 # --------------------------------------------------------------------------- public API
 
 
-def start(config: LocalNeo4jConfig | None = None) -> LocalNeo4jStatus:
+def start(config: LocalNeo4jConfig | None = None, progress: Callable[[str], None] | None = None) -> LocalNeo4jStatus:
     """Start the server (or find it running) and return once Bolt answers.
 
     If a server recorded in ``config.home`` is already alive it is returned as is
-    (with the ports it was started with), after waiting for it to answer.
+    (with the ports it was started with), after waiting for it to answer. ``progress`` hears each step as it
+    begins (the first start downloads Neo4j's jars and takes a minute or two).
     """
     config = config or LocalNeo4jConfig()
     _validate(config)
+    say = progress or (lambda _: None)
     config.home.mkdir(parents=True, exist_ok=True)
     with _home_lock(config):
         pid = _recorded_pid(config)
         if pid is not None:
             bolt_port, http_port = _recorded_ports(config)
+            say(f"Neo4j already started (pid {pid}); waiting for Bolt to answer")
             _wait_until_ready(config, pid, bolt_port, launched=False)
             return _make_status(True, pid, bolt_port, http_port)
 
@@ -192,8 +196,10 @@ def start(config: LocalNeo4jConfig | None = None) -> LocalNeo4jStatus:
         for port, what in ((config.bolt_port, "Bolt"), (config.http_port, "HTTP")):
             if port > 0:
                 _ensure_port_free(port, what)
+        say("resolving Neo4j 5.26's jars with Maven (the first time it downloads about 190 MB)")
         classpath = _resolve_classpath(config, java)
         pid = _launch(config, java, classpath)
+        say(f"starting Neo4j (pid {pid}); waiting for Bolt on port {config.bolt_port}")
         try:
             _wait_until_ready(config, pid, config.bolt_port, launched=True)
         except BaseException:
@@ -201,6 +207,16 @@ def start(config: LocalNeo4jConfig | None = None) -> LocalNeo4jStatus:
             _clear_records(config)
             raise
         return _make_status(True, pid, config.bolt_port, config.http_port)
+
+
+def timed_progress(stream: TextIO) -> Callable[[str], None]:
+    """Progress lines with the seconds since the first one, for a person waiting at a terminal."""
+    started = time.monotonic()
+
+    def say(step: str) -> None:
+        print(f"[{time.monotonic() - started:5.1f} s] {step}", file=stream, flush=True)
+
+    return say
 
 
 def stop(config: LocalNeo4jConfig | None = None, grace_s: float = _STOP_GRACE_S) -> bool:
@@ -661,7 +677,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         if args.action == "start":
-            state = start(config)
+            say = timed_progress(sys.stderr)
+            state = start(config, progress=say)
+            say("ready")
             line = _describe(state, config)
             payload: dict[str, object] = asdict(state)
         elif args.action == "stop":
