@@ -62,11 +62,13 @@ def ungrounded_terms(fact_text: str, user_messages: list[str]) -> list[str]:
     return missing
 
 
-# Words too common to say which message a fact came from.
+# Words too common to say which message a fact came from; the words of an ending ("no longer", "never") too, so
+# "No longer has a car" is not taken for a copy of the extraction example's "No longer owns a tuba".
 _FILLER = frozenset("""
 the and for with that this from have has had was were are is not but you your they them their there here what
 when where which who will would could should about into over just very really also some more most much many
 user lives works likes does doing been being than then now still
+longer anymore never
 """.split())  # noqa: SIM905 - a word list reads better as text
 _STEM_CHARS = 5  # "bakery" and "baker", "moved" and "moving" share their first five letters
 

@@ -24,7 +24,7 @@ _NOT_CONTENT = frozenset("""
 a an the of in on at to for from with by and or but as is are was were be been being has have had do does did not
 no nor so than that this these those there here it its their them they he she his her user users who which what
 lives live living lived works work working worked as now currently still also just very really some any each every
-one two per into near around about over under new old own
+one two per into near around about over under new old own named called
 """.split())  # noqa: SIM905 - a word list reads better as text
 
 
