@@ -176,6 +176,12 @@ def mostly_words_of(fact_text: str, texts: list[str]) -> bool:
     return size > 0 and own >= _MIN_OWN_WORDS
 
 
+def holds_a_marker(fact_text: str, markers: frozenset[str], user_messages: list[str]) -> bool:
+    """The fact holds a word of ``markers`` that none of the user's messages holds (whole words, any case)."""
+    said = {word.lower() for word in _WORD.findall(" ".join(user_messages))}
+    return any(word.lower() in markers and word.lower() not in said for word in _WORD.findall(fact_text))
+
+
 def restates_the_prompt(reasoning: str, facts: list[str], prompt_texts: list[str]) -> bool:
     """A model's reasoning that names none of ``facts`` and is mostly the prompt's own words: the question
     answered with itself ("A person can have both facts true at the same time, today"), not a reason about the

@@ -7,7 +7,8 @@ import unicodedata
 
 
 def normalised(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+    """The words of ``text`` in any script, case-folded, one space apart ("Lives in Tromsø!" -> "lives in tromsø")."""
+    return " ".join(re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).casefold()))
 
 
 def printable(text: str) -> str:

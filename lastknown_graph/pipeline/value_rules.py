@@ -51,12 +51,32 @@ def specific_terms(text: str) -> frozenset[str]:
     return frozenset(names | set(_NUMBER.findall(text)))
 
 
+def names(text: str) -> frozenset[str]:
+    """Names as whole phrases: runs of capitalised words past the first word, joined by spaces only ("Lives in
+    New York" -> {"new york"}; "Lives in Tromsø, Norway" -> {"tromsø", "norway"}). "York" is not part of "New York"."""
+    runs: list[list[str]] = []
+    joined, end = False, 0
+    for match in list(_WORD.finditer(text))[1:]:
+        word = match.group(0)
+        if not word[0].isupper():
+            joined = False
+            continue
+        if joined and text[end:match.start()].isspace():
+            runs[-1].append(word.casefold())
+        else:
+            runs.append([word.casefold()])
+        joined, end = True, match.end()
+    return frozenset(" ".join(run) for run in runs)
+
+
 def value_relation(current: str, new: str) -> ValueRelation:
     """What ``new`` is to ``current``, two values of one attribute."""
     if _ends(current) != _ends(new):
         return ValueRelation.DIFFERENT
     old_words, new_words = content_words(current), content_words(new)
-    if old_words and new_words and (old_words <= new_words or new_words <= old_words):
+    old_names, new_names = names(current), names(new)
+    if old_words and new_words and (old_words <= new_words or new_words <= old_words) \
+            and (old_names <= new_names or new_names <= old_names):
         return ValueRelation.SAME
     if not specific_terms(new) and specific_terms(current):
         return ValueRelation.VAGUER

@@ -60,9 +60,9 @@ from lastknown_graph.pipeline.decisions import (
 from lastknown_graph.pipeline.grounding import (
     copies_a_sentence,
     from_impersonal_requests,
+    holds_a_marker,
     invented_quote,
     likely_sources,
-    mostly_words_of,
     names_a_moment,
     only_says_outdated,
     reads_like_an_answer,
@@ -82,11 +82,11 @@ from lastknown_graph.pipeline.judgment import (
 )
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.prompts.extraction import (
+    EXAMPLE_MARKERS,
     MAX_FACTS_PER_CONVERSATION,
     ExtractedFact,
     Extraction,
     example_fact_texts,
-    example_texts,
     extraction_messages,
 )
 from lastknown_graph.prompts.no_longer_true import changed_news, ended_news
@@ -134,7 +134,6 @@ def _usable_facts(
     usable: list[tuple[ExtractedFact, Attribute, list[int]]] = []
     seen: set[tuple[str, str]] = set()
     copied = example_fact_texts()
-    example = example_texts()
     for fact in extraction.facts[:MAX_FACTS_PER_CONVERSATION]:
         text = fact.text.strip()
         attribute = resolve(_topic_name(fact.topic))
@@ -150,8 +149,8 @@ def _usable_facts(
         except ValueError as exc:
             rejected.append(Reject.of(text=repr(text[:MAX_FACT_CHARS]), reason=str(exc)))
             continue
-        if shares_no_word(text, user_messages) and mostly_words_of(text, example):
-            # The example reworded ("Works at a lighthouse"): still not the user's.
+        if holds_a_marker(text, EXAMPLE_MARKERS, user_messages):
+            # The example reworded ("Works at a lighthouse"), even around a common word of the user's: not theirs.
             rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
             continue
         if from_impersonal_requests(text, user_messages):

@@ -94,6 +94,12 @@ EXAMPLE_ANSWER = Extraction(facts=[
 ])
 
 
+# Words of the example a fact about a real user holds only if the user wrote them: a fact with one the user never
+# wrote is the example copied or reworded, whatever else it shares with the user's words. Each example fact holds one.
+EXAMPLE_MARKERS = frozenset({"lighthouse", "skarv", "islet", "tuba", "barnacle", "barnacles", "row", "rows", "rowing",
+                             "dawn", "attic"})
+
+
 def _conversation(user_messages: list[str] | tuple[str, ...], day: date) -> str:
     numbered = "\n".join(f"[{i}] {text}" for i, text in enumerate(user_messages))
     return f"Conversation date: {day.isoformat()}\nUser messages:\n{numbered}"

@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 
 from lastknown_graph.pipeline.grounding import (
+    copies_a_sentence,
     from_impersonal_requests,
     invented_quote,
     is_impersonal_request,
     mostly_words_of,
+    names_a_moment,
     reads_like_an_answer,
     restates_the_prompt,
     ungrounded_terms,
 )
-from lastknown_graph.prompts.conflict_verdict import own_words
 
 MESSAGES = [
     "I've been in Portland for 12 years, my dog Biscuit hates the rain.",
@@ -118,6 +119,16 @@ def test_a_fact_mostly_in_other_texts_words_is_recognised() -> None:
     assert not mostly_words_of("", example)  # no content words
 
 
+# A pairwise judging prompt's own words (its instructions and worked reasons): what a reasoning that only restates the
+# question is made of.
+PROMPT_WORDS = [
+    "You keep a memory about one person. A newer fact can make an older fact untrue. Facts that can both hold at "
+    "once stay true. Can the same person have both facts true at the same time, today?",
+    "Buying a teapot does not stop someone drinking coffee; both can hold.",
+    "A person can enjoy novels and take a pottery class; one does not end the other.",
+]
+
+
 @pytest.mark.parametrize(
     ("reasoning", "restated"),
     [
@@ -130,4 +141,30 @@ def test_a_fact_mostly_in_other_texts_words_is_recognised() -> None:
     ],
 )
 def test_a_reason_that_only_restates_the_prompt_is_told_from_a_reason(reasoning: str, restated: bool) -> None:
-    assert restates_the_prompt(reasoning, ["Lives in Lyon", "Lives in Porto"], own_words()) is restated
+    assert restates_the_prompt(reasoning, ["Lives in Lyon", "Lives in Porto"], PROMPT_WORDS) is restated
+
+
+@pytest.mark.parametrize(("fact", "moment"), [
+    ("Needs a longer walk tonight", True),
+    ("Is tired today", True),
+    ("Is working from home this morning", True),
+    ("Has a dentist appointment tomorrow", True),
+    ("Is on the train right now", True),
+    ("Walks the dog every evening", False),  # a routine, not one moment
+    ("Works the night shift", False),
+])
+def test_a_fact_naming_one_moment_is_told_from_a_lasting_one(fact: str, moment: bool) -> None:
+    assert names_a_moment(fact) is moment
+
+
+@pytest.mark.parametrize(("fact", "messages", "copied"), [
+    ("I live in Lyon", ["We moved last year."], True),  # the first person is the user's voice, whatever its words
+    ("My dog Rex needs a longer walk tonight", ["My dog Rex needs a longer walk tonight."], True),
+    ("The bark scorpions came back into the garage", ["The bark scorpions came back into the garage. Again!"], True),
+    ("Needs to walk Rex longer tonight", ["My dog Rex needs a longer walk tonight."], False),  # distilled, not copied
+    ("Is vegan", ["I am vegan."], False),  # a short sentence said plainly is a fact
+    ("Lives in Lyon", ["I live in Lyon."], False),
+    ("Has a garden with tomatoes and beans and a shed", ["I have a garden."], False),
+])
+def test_a_copied_sentence_is_told_from_a_fact_distilled_from_it(fact: str, messages: list[str], copied: bool) -> None:
+    assert copies_a_sentence(fact, messages) is copied

@@ -1,6 +1,6 @@
 """The answer's batched premise check (``PremiseSettings.checks="one_call"``): what the memory does with its answer.
 
-Every answer is scripted (``ScriptedModel`` is a test double, not a model, here with ``screen_from_stage1=False`` so
+Every answer is scripted (``ScriptedModel`` is a test double, not a model, here with ``batches_from_one_fact=False`` so
 the batched call reaches the script): these tests check how the answer is read and what happens when it cannot be,
 not whether any model checks premises well.
 """
@@ -36,7 +36,7 @@ def scripted(batch: Callable[[ModelCall], object], premise: float) -> Callable[[
 
 
 def memory_with_two_retired_facts(respond: Callable[[ModelCall], object]) -> tuple[ScriptedModel, Memory]:
-    model = ScriptedModel(respond, screen_from_stage1=False)
+    model = ScriptedModel(respond, batches_from_one_fact=False)
     return model, moved_out_of_lyon(model, PremiseSettings(checks="one_call", min_similarity=0.0), LYON_FACTS,
                                     "I live and work in Lyon.", "We moved to Porto; I work there now.")
 

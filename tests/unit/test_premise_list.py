@@ -68,7 +68,7 @@ def test_one_list_call_notes_what_the_checks_fact_by_fact_would() -> None:
     outcomes = []
     for checks in ("per_fact", "listed"):
         model, memory = memory_with_retired_facts(scripted(assumed.__getitem__))
-        memory.premise_settings = PremiseSettings(checks=checks, min_similarity=0.0)  # type: ignore[arg-type]
+        memory.premise_settings = PremiseSettings(checks=checks, min_similarity=0.0)
         outcomes.append((noted(memory.premise_notes(QUESTION)),
                          len(model.calls_for("premise")), len(model.calls_for("premise_list"))))
     assert outcomes == [({"Lives in Lyon", "Works in Lyon"}, 3, 0), ({"Lives in Lyon", "Works in Lyon"}, 0, 1)]
@@ -86,7 +86,7 @@ def test_a_line_not_answered_is_checked_on_its_own() -> None:
         _, shown = read_premise_list_request(call.last_user_message)
         return [None if text == "Works in Lyon" else 0.9 for _, text in sorted(shown.items())]
 
-    model, memory = memory_with_retired_facts(scripted(lambda fact: 0.8, listed), screen_from_stage1=False)
+    model, memory = memory_with_retired_facts(scripted(lambda fact: 0.8, listed), batches_from_one_fact=False)
     assert noted(memory.premise_notes(QUESTION)) == set(LYON_FACTS)
     [single] = model.calls_for("premise")
     assert single.last_user_message.endswith("Fact about the user: Works in Lyon")
@@ -102,7 +102,7 @@ def test_a_failing_list_call_fails_the_check() -> None:
     def listed(call: ModelCall) -> object:
         raise LLMUnavailableError("the server went away")
 
-    _, memory = memory_with_retired_facts(scripted(lambda fact: 0.9, listed), screen_from_stage1=False)
+    _, memory = memory_with_retired_facts(scripted(lambda fact: 0.9, listed), batches_from_one_fact=False)
     with pytest.raises(LLMUnavailableError):
         memory.premise_notes(QUESTION)
 

@@ -20,15 +20,14 @@ SCRIPT = textwrap.dedent("""
     from lastknown_graph import EmbeddedStore, Memory, tracing
     from lastknown_graph.testing import HashedEmbedder, ScriptedModel
 
+    # Scripted (a test double). Porto is only implied, so the write makes a judging call as well as the extraction.
     def respond(call):
         if call.purpose == "extraction":
-            city = "Porto" if "Porto" in call.last_user_message else "Lyon"
-            return {"facts": [{"text": f"Lives in {city}", "topic": "location", "kind": "state",
-                               "inferred": False, "evidence": [0]}]}
-        if call.purpose == "stage1":
-            return 0.95
-        if call.purpose == "stage2":
-            return {"reasoning": "scripted", "verdict": "no_longer_true"}
+            porto = "Porto" in call.last_user_message
+            return {"facts": [{"text": "Lives in Porto" if porto else "Lives in Lyon", "topic": "home_location",
+                               "kind": "state", "inferred": porto, "evidence": [0]}]}
+        if call.purpose == "value_change":
+            return {"reasoning": "scripted", "verdict": "different"}
         if call.purpose == "premise":
             return 0.9
         return "Scripted answer."
@@ -57,7 +56,7 @@ def test_write_and_ask_work_with_the_api_alone() -> None:
     assert run.returncode == 0, run.stderr
     seen = json.loads(run.stdout)
     assert seen == {
-        "retired": ["Lives in Lyon"], "calls": 3, "notes": 1, "answer": "Scripted answer.",
+        "retired": ["Lives in Lyon"], "calls": 2, "notes": 1, "answer": "Scripted answer.",
         "recording": False,  # the API's no-op span: nothing is kept
         "provider": "ProxyTracerProvider",  # no SDK configured
         "sdk_imported": False,  # the library never imports the SDK itself

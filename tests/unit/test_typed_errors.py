@@ -10,11 +10,19 @@ import pytest
 
 from lastknown_graph import CorruptStoreFileError, EmbeddedStore, InvalidInputError, Memory, MemoryReader, StoreError
 from lastknown_graph.store.snapshot_seal import seal
-from lastknown_graph.testing import HashedEmbedder, ScriptedModel
-from tests.scripted_moves import moving_to_porto
+from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
+from tests.scripted_moves import judged_as
 
-# Scripted (a test double): Lyon, then Porto, which retires it with a reason holding an ESC and a BEL.
-answer = moving_to_porto("\x1b[31mmoved\x07 away")
+
+def answer(call: ModelCall) -> object:
+    """Scripted (a test double): "Lives in Lyon", then "Lives in Porto" only implied, which the model judges a
+    different home with a reason holding an ESC and a BEL (a stated move would retire Lyon with no model asked)."""
+    if call.purpose == "extraction":
+        porto = "Porto" in call.last_user_message
+        return {"facts": [{"text": "Lives in Porto" if porto else "Lives in Lyon", "topic": "home_location",
+                           "kind": "state", "inferred": porto, "evidence": [0]}]}
+    judged = judged_as(call, "\x1b[31mmoved\x07 away")
+    return "ok" if judged is None else judged
 
 
 def test_a_directory_as_the_store_file_is_a_typed_error_leaving_nothing_behind(tmp_path: Path) -> None:

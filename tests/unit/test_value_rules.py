@@ -1,0 +1,94 @@
+"""What a new value of a one-valued attribute is to the current one, from the words alone (``value_rules``): the
+relation decides whether a write confirms, asks the model, or replaces with no call."""
+
+from __future__ import annotations
+
+import pytest
+
+from lastknown_graph.pipeline.value_rules import ValueRelation, content_words, specific_terms, value_relation
+
+SAME, VAGUER, DIFFERENT = ValueRelation.SAME, ValueRelation.VAGUER, ValueRelation.DIFFERENT
+
+
+@pytest.mark.parametrize(("current", "new", "relation"), [
+    # one says all the other says, maybe more: a confirmation
+    ("Lives in Lyon", "Lives in Lyon", SAME),
+    ("Lives in Lyon", "lives in lyon", SAME),
+    ("Is vegan", "Follows a strict vegan diet", SAME),
+    ("Lives in Tromsø", "Lives in Tromsø, Norway", SAME),
+    ("Lives in Tromsø, Norway", "Lives in Tromsø", SAME),
+    ("Lives in Lyon with my partner", "Still lives in Lyon with my partner", SAME),
+    ("Lives in Lyon", "Lives in a flat in Lyon", SAME),
+    # names nothing specific where the current value does: only the model can tell
+    ("Lives in Tromsø", "Lives in a city", VAGUER),
+    ("Works at Renault", "Works at a car maker", VAGUER),
+    ("Runs 5 km before work", "Runs before work every day", VAGUER),
+    # anything else
+    ("Lives in Tromsø", "Lives in Bergen", DIFFERENT),
+    ("Works as a welder", "Works as a glazier", DIFFERENT),
+    ("Is vegetarian", "Eats steak every week", DIFFERENT),
+    ("Lives in a city", "Lives in Bergen", DIFFERENT),  # more specific than a vague value: a change to judge
+])
+def test_same_vaguer_and_different_values(current: str, new: str, relation: ValueRelation) -> None:
+    assert value_relation(current, new) is relation
+
+
+@pytest.mark.parametrize(("current", "new"), [
+    ("Owns a boat", "No longer owns a boat"),  # every word of the holding is in the ending
+    ("No longer owns a boat", "Owns a boat"),
+    ("Works nights", "Works nights no more"),
+    ("Smokes", "Quit smoking"),
+    ("Is a vegan", "Is a former vegan"),
+])
+def test_an_ending_is_never_the_same_as_a_holding(current: str, new: str) -> None:
+    assert value_relation(current, new) is DIFFERENT
+
+
+@pytest.mark.parametrize(("current", "new", "relation"), [
+    ("Runs 5 km before work", "Runs 10 km before work", DIFFERENT),
+    ("Is 34", "Is 35", DIFFERENT),
+    ("Sleeps 8 hours a night", "Sleeps 6 hours a night", DIFFERENT),
+    ("Is 34 years old", "Is 34", SAME),
+    ("Has 2 children", "Has children", SAME),  # says less, nothing else: not a change
+    ("Has children", "Has 2 children", SAME),
+])
+def test_numbers_are_specific_values(current: str, new: str, relation: ValueRelation) -> None:
+    assert value_relation(current, new) is relation
+
+
+@pytest.mark.parametrize(("current", "new", "relation"), [
+    ("Живёт в Москве", "Живёт в Казани", DIFFERENT),
+    ("Живёт в Москве", "Живёт в городе", VAGUER),  # a capitalised name against a plain noun
+    ("Вживе в Києві", "Вживе в Києві, Україна", SAME),
+    ("Vit à Montréal", "Vit à Québec", DIFFERENT),
+    ("Wohnt in München", "Wohnt in München, Deutschland", SAME),
+    ("東京に住んでいる", "東京に住んでいる", SAME),
+    ("東京に住んでいる", "大阪に住んでいる", DIFFERENT),
+    ("Lives in Ålesund", "Lives in ÅLESUND", SAME),  # compared casefolded
+])
+def test_words_of_other_scripts_and_languages_are_compared_as_words(
+    current: str, new: str, relation: ValueRelation
+) -> None:
+    assert value_relation(current, new) is relation
+
+
+@pytest.mark.parametrize(("current", "new"), [
+    ("Lives in York", "Lives in New York"),
+    ("Lives in New York", "Lives in York"),
+    ("Lives in São Paulo", "Lives in Paulo"),
+])
+def test_a_name_inside_a_longer_name_is_another_place(current: str, new: str) -> None:
+    assert value_relation(current, new) is DIFFERENT
+
+
+def test_content_words_leave_out_the_openers_and_function_words() -> None:
+    assert content_words("Lives in Lyon with the kids") == {"lyon", "kids"}
+    assert content_words("Works as a nurse") == {"nurse"}
+    assert content_words("Lives in a") == frozenset()
+
+
+def test_specific_terms_are_names_inside_the_text_and_numbers() -> None:
+    assert specific_terms("Lives in Lyon") == {"lyon"}
+    assert specific_terms("Runs 5 km on Sundays") == {"5", "sundays"}
+    assert specific_terms("Lives in a city") == frozenset()
+    assert specific_terms("Lyon is home") == frozenset()  # the opening word is capitalised as any first word is
