@@ -168,3 +168,13 @@ def test_a_fact_naming_one_moment_is_told_from_a_lasting_one(fact: str, moment: 
 ])
 def test_a_copied_sentence_is_told_from_a_fact_distilled_from_it(fact: str, messages: list[str], copied: bool) -> None:
     assert copies_a_sentence(fact, messages) is copied
+
+
+def test_every_fact_of_the_extraction_example_holds_a_marker_word() -> None:
+    """A copy of any example fact is caught by its marker words (``EXAMPLE_MARKERS``), so a new example fact needs
+    one; and no example message's marker is a word users commonly write."""
+    from lastknown_graph.pipeline.grounding import holds_a_marker
+    from lastknown_graph.prompts.extraction import EXAMPLE_ANSWER, EXAMPLE_MARKERS
+
+    for fact in EXAMPLE_ANSWER.facts:
+        assert holds_a_marker(fact.text, EXAMPLE_MARKERS, ["I moved to Graz and walk to the office."]), fact.text
