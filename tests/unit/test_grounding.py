@@ -172,7 +172,7 @@ def test_a_copied_sentence_is_told_from_a_fact_distilled_from_it(fact: str, mess
 
 def test_every_fact_of_the_extraction_example_holds_a_marker_word() -> None:
     """A copy of any example fact is caught by its marker words (``EXAMPLE_MARKERS``), so a new example fact needs
-    one; and no example message's marker is a word users commonly write."""
+    one."""
     from lastknown_graph.pipeline.grounding import holds_a_marker
     from lastknown_graph.prompts.extraction import EXAMPLE_ANSWER, EXAMPLE_MARKERS
 
