@@ -81,6 +81,7 @@ from lastknown_graph.pipeline.judgment import (
     which_no_longer_true,
 )
 from lastknown_graph.pipeline.text_checks import normalised
+from lastknown_graph.pipeline.value_rules import resumes
 from lastknown_graph.prompts.extraction import (
     EXAMPLE_MARKERS,
     MAX_FACTS_PER_CONVERSATION,
@@ -291,7 +292,11 @@ class _Planner:
     def _plan_many_valued(self, new: NewFact, attribute: Attribute, ended: bool, words: list[str]) -> None:
         self._add(new, Route.ENDED if ended else Route.KEPT)
         if not ended:
-            return  # a new hobby ends no hobby
+            # A new hobby ends no hobby; but it ends a stored "no longer plays chess" when it says chess again.
+            for stored in self.on_attribute(attribute):
+                if stored.valid_from <= self.day and resumes(stored.text, new.text):
+                    self._retire(new, stored, Stage.REPLACED, "the user has it again")
+            return
         listed = [f for f in self.on_attribute(attribute) if f.valid_from <= self.day
                   and not self.was_rejected(f, new.text)]
         if listed:

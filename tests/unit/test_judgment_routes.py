@@ -654,3 +654,21 @@ def test_a_short_implied_fact_with_one_common_word_of_the_example_is_kept(
     report = memory.write([said], date="2024-06-01", session="s1")
     assert report.rejected == ()
     assert [a.text for a in report.added] == [implied["text"]]
+
+
+@pytest.mark.parametrize(("ending", "again"), [("No longer plays chess", "Plays chess"),
+                                               ("Does not have a dog", "Has a dog named Biscuit")])
+def test_a_many_valued_fact_said_again_ends_the_ending_with_no_call(
+    script: Script, model: ScriptedModel, memory: Memory, ending: str, again: str
+) -> None:
+    """Found by the bench's scripted scenarios: "Does not have a dog" stayed current beside "Has a dog named
+    Biscuit". A fact that holds again what an ending said was over retires the ending, by the words alone."""
+    topic = "hobby" if "chess" in ending else "pet"
+    script.extractions["gave up"] = [state(ending, topic, ended=True)]
+    memory.write(["I gave up on it last year."], date="2024-01-10", session="s1")
+    script.extractions["again"] = [state(again, topic)]
+    before = len(model.calls)
+    report = memory.write(["Guess what, again! Biscuit and chess are back."], date="2024-06-01", session="s2")
+    assert purposes_since(model, before) == ["extraction"]
+    assert [(r.old_text, r.new_text, r.stage) for r in report.retired] == [(ending, again, Stage.REPLACED)]
+    assert [f.text for f in memory.current() if f.topic == topic] == [again]
