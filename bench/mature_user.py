@@ -1,20 +1,23 @@
-"""Mature users for the write-cost bench: a synthetic but realistic history of N facts, imported in one step.
+"""Mature users for the benches: a synthetic but realistic history of N facts, imported in one step.
 
 Real users who have talked to an assistant for two years know hundreds of things about themselves, in many
 domains: where they live and work (one at a time, replaced now and then), and many hobbies, tastes, people, skills
 and plans (which pile up). Writing that history through ``Memory.write()`` would cost a model call per pair; here
 it is built directly as a ``UserExport`` (the format ``lastknown export`` writes) and imported with
 ``Store.import_user``, with each fact embedded by the bench's embedder, so a new conversation meets a user whose
-candidates look like a real user's.
+memory looks like a real user's.
 
 How the N facts are made, deterministically (a fixed seed):
 
 - each of the topics below has a first-person sentence and the fact it states ("I live in Lisbon now." ->
-  "Lives in Lisbon"), filled from a pool of values; every fact is a different text;
+  "Lives in Lisbon"), filled from a pool of values; every fact is a different text. A topic is an attribute of the
+  library's vocabulary, with that attribute's domain and cardinality (``lastknown_graph/domain/attributes.py``;
+  written out here, not imported, so that ``bench.write_cost --compare`` can build these users for a library from
+  before the vocabulary; a test checks that they agree);
 - topics are drawn with the weights below, so a mature user has one current home and job but dozens of hobbies;
-- on an *exclusive* topic (a person lives in one place, has one job, one diet, ...), a new fact retires the
-  current one, as a real retirement would (a ``supersedes`` link from the new fact, stage ``stage2``): about one
-  fact in ten ends up retired (12 of 100, 105 of 1,000), which the premise guard of an answer then meets;
+- on a topic whose attribute holds one value (a home, a job, a diet, ...), a new fact retires the current one, as
+  the write path does (a ``supersedes`` link from the new fact, stage ``replaced``): about one fact in ten ends up
+  retired (11 of 100, 86 of 1,000), which the premise guard of an answer then meets;
 - sessions of five facts each (the user's five sentences are its messages, each fact linked to its sentence),
   spread evenly over the two years before the scenarios' conversations start (2022-01-01 to 2023-12-01).
 
@@ -43,7 +46,7 @@ FIRST_DAY = date(2022, 1, 1)
 LAST_DAY = date(2023, 12, 1)  # the scenarios' first conversations are in 2024
 FACTS_PER_SESSION = 5
 SEED = 17
-RETIREMENT_STAGE = "stage2"
+RETIREMENT_STAGE = "replaced"  # a stated new value of a one-valued attribute (domain/stages.py)
 RETIREMENT_REASON = "The later statement replaces the earlier one."
 
 CITIES = ("Lisbon", "Denver", "Leeds", "Osaka", "Tucson", "Ghent", "Halifax", "Perth", "Bergen", "Cork", "Austin",
@@ -59,7 +62,7 @@ COMMUTES = ("bike", "train", "bus", "car", "foot", "scooter", "ferry", "tram")
 HOMES = ("a studio flat", "a two-bedroom apartment", "a terraced house", "a house with a garden",
          "a loft above a shop", "a rented cottage", "a houseboat", "a shared flat")
 PARTNERS = ("single", "dating someone", "in a long-distance relationship", "engaged", "married", "separated")
-CARS = ("an old hatchback", "an electric car", "a pickup truck", "a station wagon", "a camper van", "no car")
+CARS = ("an old hatchback", "an electric car", "a pickup truck", "a station wagon", "a camper van", "a scooter")
 DIETS = ("vegetarian", "vegan", "low-carb", "pescatarian", "gluten-free", "Mediterranean", "high-protein")
 GOALS = ("a half marathon", "a 10k race", "a triathlon", "a long-distance hike", "a cycling tour", "a swim meet")
 PROJECTS = ("a home renovation", "a family cookbook", "a podcast", "a garden shed", "a small web shop",
@@ -110,9 +113,9 @@ CROPS = ("tomatoes", "basil", "strawberries", "chillies", "runner beans", "laven
 
 @dataclass(frozen=True)
 class Topic:
-    name: str
-    domain: str
-    exclusive: bool  # one at a time: a new fact on it retires the current one
+    name: str  # the attribute, stored as the facts' topic
+    domain: str  # the attribute's volatility domain
+    exclusive: bool  # the attribute holds one value: a new fact on it retires the current one
     weight: int  # how often it comes up, relative to the others
     said: Callable[[str], str]  # the user's sentence about a value
     fact: Callable[[str], str]  # the fact it states
@@ -124,59 +127,60 @@ def _pairs(first: Sequence[str], second: Sequence[str], join: str = " ") -> list
 
 
 TOPICS: tuple[Topic, ...] = (
-    Topic("location", "location", True, 2, lambda v: f"I live in {v} now.", lambda v: f"Lives in {v}", CITIES),
-    Topic("job", "professional_context", True, 2, lambda v: f"I work as a {v}.", lambda v: f"Works as a {v}", JOBS),
+    Topic("home_location", "location", True, 2, lambda v: f"I live in {v} now.", lambda v: f"Lives in {v}",
+          CITIES),
+    Topic("job_title", "professional_context", True, 2, lambda v: f"I work as a {v}.", lambda v: f"Works as a {v}",
+          JOBS),
     Topic("employer", "professional_context", True, 2, lambda v: f"I'm at {v} these days.",
           lambda v: f"Works at {v}", EMPLOYERS),
     Topic("commute", "location", True, 1, lambda v: f"I get to work by {v}.", lambda v: f"Commutes by {v}",
           COMMUTES),
-    Topic("home", "biographical", True, 1, lambda v: f"We live in {v}.", lambda v: f"Lives in {v}", HOMES),
+    Topic("dwelling", "location", True, 1, lambda v: f"We live in {v}.", lambda v: f"Lives in {v}", HOMES),
     Topic("relationship_status", "relationship", True, 1, lambda v: f"I'm {v} at the moment.",
           lambda v: f"Is {v}", PARTNERS),
-    Topic("car", "biographical", True, 1, lambda v: f"I have {v}.", lambda v: f"Has {v}", CARS),
-    Topic("diet", "core_preference", True, 1, lambda v: f"I eat {v} these days.",
+    Topic("vehicle", "stated_preference", False, 1, lambda v: f"I have {v}.", lambda v: f"Has {v}", CARS),
+    Topic("diet", "stated_preference", True, 1, lambda v: f"I eat {v} these days.",
           lambda v: f"Follows a {v} diet", DIETS),
-    Topic("fitness_goal", "long_term_goal", True, 1, lambda v: f"I'm training for {v}.",
+    Topic("fitness", "stated_preference", False, 1, lambda v: f"I'm training for {v}.",
           lambda v: f"Is training for {v}", GOALS),
-    Topic("current_project", "current_project", True, 1, lambda v: f"I'm working on {v} right now.",
+    Topic("project", "current_project", False, 1, lambda v: f"I'm working on {v} right now.",
           lambda v: f"Is working on {v}", PROJECTS),
     Topic("hobby", "stated_preference", False, 8, lambda v: f"I really enjoy {v}.", lambda v: f"Enjoys {v}",
           _pairs(ACTIVITIES, WHEN)),
-    Topic("food", "stated_preference", False, 4, lambda v: f"I love {v}.", lambda v: f"Loves {v}",
+    Topic("like", "stated_preference", False, 4, lambda v: f"I love {v}.", lambda v: f"Loves {v}",
           _pairs(("homemade", "good", "cheap"), FOODS)),
-    Topic("music_taste", "stated_preference", False, 3, lambda v: f"I listen to {v}.", lambda v: f"Listens to {v}",
+    Topic("like", "stated_preference", False, 3, lambda v: f"I listen to {v}.", lambda v: f"Listens to {v}",
           _pairs(MUSIC, ("while working", "in the car", "at the gym"))),
-    Topic("reading", "stated_preference", False, 3, lambda v: f"I've been reading {v}.", lambda v: f"Reads {v}",
+    Topic("hobby", "stated_preference", False, 3, lambda v: f"I've been reading {v}.", lambda v: f"Reads {v}",
           _pairs(BOOKS, ("on the train", "before bed", "on holiday"))),
-    Topic("family", "relationship", False, 5, lambda v: f"My {v.replace(' in ', ' lives in ', 1)}.",
-          lambda v: f"Has a {v}",
-          [f"{r} in {c}" for r in RELATIVES for c in CITIES]),
-    Topic("friends", "relationship", False, 2, lambda v: f"My {v.replace(' in ', ' lives in ', 1)}.",
+    Topic("family_member", "relationship", False, 5, lambda v: f"My {v.replace(' in ', ' lives in ', 1)}.",
+          lambda v: f"Has a {v}", [f"{r} in {c}" for r in RELATIVES for c in CITIES]),
+    Topic("friend", "relationship", False, 2, lambda v: f"My {v.replace(' in ', ' lives in ', 1)}.",
           lambda v: f"Has a {v}", [f"{f} in {c}" for f in FRIENDS for c in CITIES]),
-    Topic("pet", "biographical", False, 1, lambda v: f"We have {v}.", lambda v: f"Has {v}", PETS),
+    Topic("pet", "relationship", False, 1, lambda v: f"We have {v}.", lambda v: f"Has {v}", PETS),
     Topic("allergy", "biographical", False, 1, lambda v: f"I'm allergic to {v}.", lambda v: f"Is allergic to {v}",
           ALLERGENS),
-    Topic("health", "biographical", False, 1, lambda v: f"I have {v}.", lambda v: f"Has {v}", CONDITIONS),
-    Topic("travel_history", "biographical", False, 3, lambda v: f"I went to {v}.", lambda v: f"Has been to {v}",
+    Topic("health", "health", False, 1, lambda v: f"I have {v}.", lambda v: f"Has {v}", CONDITIONS),
+    Topic("other", "transient_fact", False, 3, lambda v: f"I went to {v}.", lambda v: f"Has been to {v}",
           _pairs(PLACES, ("last spring", "years ago", "for a wedding", "on a work trip", "with their family",
                           "on a budget", "twice", "as a student"))),
     Topic("opinion", "opinion", False, 2, lambda v: f"Honestly I think {v}.", lambda v: f"Thinks {v}", OPINIONS),
     Topic("personality", "personality_trait", False, 2, lambda v: f"I'm a {v} person.",
           lambda v: f"Is a {v} person", TRAITS),
-    Topic("languages", "skill", False, 2, lambda v: f"I speak {v}.", lambda v: f"Speaks {v}",
+    Topic("language", "skill", False, 2, lambda v: f"I speak {v}.", lambda v: f"Speaks {v}",
           _pairs(LANGUAGES, ("fluently", "a little", "at work"))),
-    Topic("skills", "skill", False, 2, lambda v: f"I know how to {v}.", lambda v: f"Can {v}",
+    Topic("skill", "skill", False, 2, lambda v: f"I know how to {v}.", lambda v: f"Can {v}",
           _pairs(SKILLS, ("well", "a bit"))),
-    Topic("sports_fandom", "core_preference", False, 1, lambda v: f"I support {v}.", lambda v: f"Supports {v}",
+    Topic("like", "stated_preference", False, 1, lambda v: f"I support {v}.", lambda v: f"Supports {v}",
           _pairs(TEAMS, ("from their hometown", "from childhood"))),
-    Topic("aspiration", "long_term_goal", False, 2, lambda v: f"Someday I want to {v}.",
-          lambda v: f"Wants to {v}", WISHES),
-    Topic("work_tools", "professional_context", False, 2, lambda v: f"At work I use {v} all day.",
-          lambda v: f"Uses {v} at work", TOOLS),
-    Topic("watching", "stated_preference", False, 2, lambda v: f"I'm watching {v}.", lambda v: f"Watches {v}",
+    Topic("goal", "long_term_goal", False, 2, lambda v: f"Someday I want to {v}.", lambda v: f"Wants to {v}",
+          WISHES),
+    Topic("work_tool", "skill", False, 2, lambda v: f"At work I use {v} all day.", lambda v: f"Uses {v} at work",
+          TOOLS),
+    Topic("like", "stated_preference", False, 2, lambda v: f"I'm watching {v}.", lambda v: f"Watches {v}",
           _pairs(SHOWS, ("with their partner", "on Sundays", "before bed"))),
-    Topic("garden", "stated_preference", False, 1, lambda v: f"I grow {v} on the balcony.",
-          lambda v: f"Grows {v}", CROPS),
+    Topic("hobby", "stated_preference", False, 1, lambda v: f"I grow {v} on the balcony.", lambda v: f"Grows {v}",
+          CROPS),
 )
 
 
@@ -192,18 +196,18 @@ class BackgroundFact:
 def background_facts(count: int) -> list[BackgroundFact]:
     """``count`` facts in the order they were said, each a different text, spread over FIRST_DAY..LAST_DAY."""
     rng = random.Random(SEED)
-    pools = {topic.name: rng.sample(list(topic.values), len(topic.values)) for topic in TOPICS}
-    used = {topic.name: 0 for topic in TOPICS}
+    pools = [rng.sample(list(topic.values), len(topic.values)) for topic in TOPICS]
+    used = [0] * len(TOPICS)
     seen_texts: set[str] = set()
     span = (LAST_DAY - FIRST_DAY).days
     facts: list[BackgroundFact] = []
     while len(facts) < count:
-        available = [t for t in TOPICS if used[t.name] < len(pools[t.name])]
+        available = [i for i in range(len(TOPICS)) if used[i] < len(pools[i])]
         if not available:
             raise ValueError(f"the topics hold fewer than {count} distinct facts")
-        topic = rng.choices(available, weights=[t.weight for t in available])[0]
-        value = pools[topic.name][used[topic.name]]
-        used[topic.name] += 1
+        chosen = rng.choices(available, weights=[TOPICS[i].weight for i in available])[0]
+        topic, value = TOPICS[chosen], pools[chosen][used[chosen]]
+        used[chosen] += 1
         text = topic.fact(value)
         if text in seen_texts:  # two topics that state the same fact ("Lives in ..."): said once
             continue

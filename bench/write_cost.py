@@ -11,11 +11,11 @@ Two kinds of model:
 - **scripted** (default): the scripted OpenAI-compatible server (``lastknown_graph.testing.scripted_server``, a
   test double, not a model) shaped like llama-cpp-python (no json_schema, json_object with the schema in the
   prompt, logprobs), answering every completion after an injected latency (``--latency-ms``, 200 by default). It
-  answers as ``bench/pipeline_cost.py`` scripts it: the scenario's extractions, its judged pairs, and P(still
-  true) = 0.97 at stage 1 for every other pair (so a pair with a background fact costs one stage-1 call). Its
-  token counts are **words**, not tokens, and so are the evaluated counts, modelled by
-  ``bench.prefix_cache.PrefixCache``: with a cache of the last 12 prompts (llama-cpp-python's RAM cache as the
-  bench server runs it) and with the previous prompt only.
+  answers as ``bench/scenarios.py`` scripts it (``rules_for``): the scenario's extractions and verdicts, "the same
+  value" for any other value judged and nothing ended for any other fact listed (a background fact listed after a
+  change costs its share of one call, and is kept). Its token counts are **words**, not tokens, and so are the
+  evaluated counts, modelled by ``bench.prefix_cache.PrefixCache``: with a cache of the last 12 prompts
+  (llama-cpp-python's RAM cache as the bench server runs it) and with the previous prompt only.
 - **real** (``--base-url``): any OpenAI-compatible server; the model extracts and judges itself. With
   ``--server-log`` pointing at a llama-cpp-python server's log, the evaluated prompt tokens of each write are read
   from the lines it logs per completion (the bench must be the server's only client while it runs: the count of
@@ -28,7 +28,9 @@ may differ.
 
 ``--compare REV`` runs the same bench, in a subprocess, on the library of another commit (``git archive REV``
 into a temporary directory, with this checkout's bench and scripted server, so both sides are driven alike), and
-puts both in the same tables. A library older than ``max_concurrent`` is measured sequentially only.
+puts both in the same tables. A library older than ``max_concurrent`` is measured sequentially only; one older than
+judgment by attribute (issue 33) makes the pairwise calls (stage 1, stage 2), which the scripted server answers from
+the same scenarios. A commit whose ``LocalEmbedder`` runs on sentence-transformers needs that package installed.
 
     python -m bench.write_cost                                   # rewrites bench/results/write-cost.md and .json
     python -m bench.write_cost --quick --out /tmp/write-cost.md  # users of 10 and 100 facts, one scenario, 20 ms
@@ -53,11 +55,11 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bench._report import (
-    bar_cap,
     evenly_spread,
     invocation,
     log_progress_of,
@@ -66,14 +68,12 @@ from bench._report import (
     write_generated,
 )
 from bench.mature_user import mature_export
-from bench.pipeline_cost import DEFAULT_STILL_TRUE, rules_for
 from bench.prefix_cache import PrefixCache, ServerLog, logged_completions, prompt_words
-from bench.scenarios import SCENARIOS, Scenario
+from bench.scenarios import SCENARIOS, Scenario, rules_for
 from lastknown_graph.domain.reports import Answer, WriteReport
 from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
-from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
@@ -82,9 +82,11 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "results" / "write-cost.md"
 COMMAND = "python -m bench.write_cost"
-PURPOSES = ("extraction", "calibration", "screen", "stage1_list", "stage1", "stage2", "premise", "premise_list",
-            "premise_batch", "answer")
-WRITE_PURPOSES = PURPOSES[:6]  # the columns of the per-write table
+WRITE_PURPOSES = ("extraction", "value_change", "dependants", "ended")
+ASK_PURPOSES = ("premise", "premise_list", "premise_batch", "answer")
+# The calls of libraries before judgment by attribute (issue 33), which --compare may measure; shown when made.
+PAIRWISE_PURPOSES = ("calibration", "screen", "stage1_list", "stage1", "stage2")
+PURPOSES = (*WRITE_PURPOSES, *ASK_PURPOSES)
 THIS_CHECKOUT = "this checkout"
 SEQUENTIAL = "sequential"
 CONCURRENT = "concurrent x"  # the start of every concurrent setting's name ("concurrent x4, batching")
@@ -95,13 +97,14 @@ DEFAULT_LATENCY_MS = 200.0
 QUICK_LATENCY_MS = 20.0
 DEFAULT_CONCURRENCY = 4
 CACHED_PROMPTS = 12  # llama-cpp-python's RAM cache at 128 MiB holds about this many of our prompts' states
-REAL_TIMEOUT_S = 900.0  # a stage-2 call took 40-50 s on 2 CPU cores; one queued behind others takes longer
+REAL_TIMEOUT_S = 900.0  # a reasoning call took 40-50 s on 2 CPU cores; one queued behind others takes longer
 REAL_ANSWER_MAX_TOKENS = 24  # generation is ~0.7 s a token on 2 cores; an answer's length is not what is measured
 SCRIPTED_ANSWER_MAX_TOKENS = 400  # Memory.ask's default
 LOG_SETTLE_S = 5.0  # the server writes a completion's log lines before it answers; allow for buffering
 LOG_POLL_S = 0.1
 
 logger = logging.getLogger("bench.write_cost")
+PremiseChecks = Literal["per_fact", "listed", "one_call", "similarity"]  # PremiseSettings.checks
 
 
 @dataclass(frozen=True)
@@ -111,10 +114,7 @@ class Setting:
     name: str
     max_concurrent: int
     parallel_slots: int | None = None  # the scripted server's; None: all at once
-    stage2_per_new_fact: int | None = None  # ConflictSettings.stage2_per_new_fact; None: the library's default
-    stage1_bar_cap: float | str | None = None  # ConflictSettings.stage1_bar_cap; None: the library's default
-    screening: str | None = None  # ConflictSettings.screening; None: the library's default
-    premise_checks: str | None = None  # PremiseSettings.checks; None: the library's default
+    premise_checks: PremiseChecks | None = None  # PremiseSettings.checks; None: the library's default
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def _write_effect(report: WriteReport) -> tuple[dict[str, int], str]:
     decided = {
         "added": sorted(a.text for a in report.added),
         "confirmed": sorted(c.text for c in report.confirmed),
-        # Stage 1's P(still true) beside each checked pair: which pairs a real model sends to stage 2 is read off it.
+        # The stage that decided; a library before issue 33 also gives stage 1's P(still true) (None since).
         "retired": sorted(
             (r.old_text, r.new_text, r.stage, _rounded(r.still_true_probability)) for r in report.retired
         ),
@@ -236,7 +236,7 @@ def run_scenario(options: RunOptions, setting: Setting, size: int, scenario: Sce
     store = EmbeddedStore(None)
     store.ensure_schema(embedder.dimension)
     store.import_user(mature_export(user, size, lambda texts: embedder.embed(texts)))
-    concurrency = {"max_concurrent": setting.max_concurrent} if _supports_concurrency() else {}
+    concurrency: dict[str, Any] = {"max_concurrent": setting.max_concurrent} if _supports_concurrency() else {}
     server: ScriptedLLMServer | None = None
     if options.real is None:
         server = ScriptedLLMServer(rules_for(scenario), supports_json_schema=False, supports_logprobs=True,
@@ -251,14 +251,9 @@ def run_scenario(options: RunOptions, setting: Setting, size: int, scenario: Sce
         requests = _Requests(server) if server is not None else None
         if requests is not None:
             requests.new_calls()
-        screening = {"screening": setting.screening} if setting.screening is not None else {}
-        conflict = {"conflict_settings": ConflictSettings(stage2_per_new_fact=setting.stage2_per_new_fact,
-                                                          stage1_bar_cap=setting.stage1_bar_cap,
-                                                          **screening)} \
-            if setting.stage2_per_new_fact is not None or setting.stage1_bar_cap is not None or screening else {}
-        premise = {"premise_settings": PremiseSettings(checks=setting.premise_checks)} \
+        premise: dict[str, Any] = {"premise_settings": PremiseSettings(checks=setting.premise_checks)} \
             if setting.premise_checks is not None else {}
-        memory = Memory(llm, embedder, user=user, store=store, **conflict, **premise)
+        memory = Memory(llm, embedder, user=user, store=store, **premise)
         steps: list[Step] = []
 
         def measured(kind: str, label: str, action: Callable[[], WriteReport | Answer]) -> tuple[Any, Step]:
@@ -282,12 +277,12 @@ def run_scenario(options: RunOptions, setting: Setting, size: int, scenario: Sce
             return result, step
 
         for session in scenario.sessions:
-            report, step = measured("write", session.id, lambda s=session: memory.write(
-                list(s.messages), date=s.day, session=s.id))
+            report, step = measured("write", session.id, partial(
+                memory.write, list(session.messages), date=session.day, session=session.id))
             step.effect, step.decisions = _write_effect(report)
         for number, question in enumerate(scenario.questions, start=1):
-            answer, step = measured("ask", f"ask {number}", lambda q=question: memory.ask(
-                q.text, max_tokens=options.answer_max_tokens))
+            answer, step = measured("ask", f"ask {number}", partial(
+                memory.ask, question.text, max_tokens=options.answer_max_tokens))
             step.effect = {"premise_notes": len(answer.premise_notes)}
             step.decisions = json.dumps(list(answer.premise_notes))
         return steps
@@ -456,8 +451,19 @@ def _groups(steps: Sequence[Step], kind: str) -> list[tuple[str, str, int, list[
                                   (lib, setting, size)]) for lib, setting, size in keys]
 
 
+def made(steps: Sequence[Step], purposes: Sequence[str]) -> list[str]:
+    """The ``purposes`` some step called."""
+    return [p for p in purposes if any(s.calls.get(p) for s in steps)]
+
+
+def write_columns(steps: Sequence[Step]) -> list[str]:
+    """The per-write table's purposes: today's, and the pairwise ones a compared older library made."""
+    return [*WRITE_PURPOSES, *made(steps, PAIRWISE_PURPOSES)]
+
+
 def write_rows(steps: Sequence[Step]) -> list[list[object]]:
     rows: list[list[object]] = []
+    columns = write_columns(steps)
     for library, setting, size, mine in _groups(steps, "write"):
         calls = [s.total_calls for s in mine]
         evaluated = [s.evaluated for s in mine if s.evaluated is not None]
@@ -465,7 +471,7 @@ def write_rows(steps: Sequence[Step]) -> list[list[object]]:
         rows.append([
             library, setting, size, len(mine),
             f"**{statistics.mean(calls):.2f}** ({min(calls)}–{max(calls)})",
-            *[_fmt(_mean([s.calls.get(p, 0) for s in mine]), 2) for p in WRITE_PURPOSES],
+            *[_fmt(_mean([s.calls.get(p, 0) for s in mine]), 2) for p in columns],
             _fmt(_mean([s.prompt_tokens for s in mine]), 0), _fmt(_mean([s.completion_tokens for s in mine]), 0),
             _fmt(_mean(evaluated), 0) if len(evaluated) == len(mine) else "-",
             _fmt(_mean(last), 0) if len(last) == len(mine) else "-",
@@ -492,7 +498,7 @@ def ask_rows(steps: Sequence[Step]) -> list[list[object]]:
 
 def concurrency_rows(steps: Sequence[Step]) -> list[list[object]]:
     rows: list[list[object]] = []
-    # The concurrent settings only: a stage-2 budget decides differently by design, the write table shows it.
+    # The concurrent settings only: another premise setting decides differently by design, the tables show it.
     others = sorted({s.setting for s in steps if s.library == THIS_CHECKOUT and is_concurrent(s.setting)})
     for size in sorted({s.size for s in steps if s.library == THIS_CHECKOUT}):
         base = select(steps, kind="write", size=size)
@@ -516,7 +522,7 @@ def sharing_rows(steps: Sequence[Step], size: int) -> list[list[object]]:
     for library in dict.fromkeys(s.library for s in steps):
         calls = [call for s in select(steps, kind="write", library=library, size=size)
                  + select(steps, kind="ask", library=library, size=size) for call in s.per_call]
-        for purpose in PURPOSES:
+        for purpose in (*PURPOSES, *PAIRWISE_PURPOSES):
             mine = [(words, evaluated) for p, words, evaluated in calls if p == purpose]
             if not mine:
                 continue
@@ -579,13 +585,12 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
             f"longest prefix it shares with one of the last {CACHED_PROMPTS} prompts (llama-cpp-python's RAM "
             "cache as `bench/local_llm` runs it), or, in the column \"last prompt only\", with the previous prompt "
             "(a server without a prompt cache).",
-            f"- Stage 1 answers P(still true) = {DEFAULT_STILL_TRUE} for every pair the scenario does not script, "
-            "so a background fact among the candidates costs one stage-1 call and no stage 2 (a real model might "
-            "flag some: the scripted calls are a lower bound on stage 2). The screening call (the option "
-            "`ConflictSettings.screening=\"one_call\"`, run here by `--compare` of a commit where it was the "
-            "default) is answered from the same script, pair by pair "
-            "(`lastknown_graph/testing/batched_calls.py`): it lists the pairs whose scripted P(still true) is "
-            "below 0.95, so it flags what stage 1 flags in any domain.",
+            "- Judging calls (`bench/scenarios.py`, `rules_for`): a value judged (`value_change`) is the same value "
+            "unless the scenario says it changed; a listing after a change (`dependants`) or an ending (`ended`) "
+            "ends only the facts the scenario says it ends, so a background fact listed costs its share of one call "
+            "and stays. A library before judgment by attribute (`--compare` of a commit before issue 33) is answered "
+            "from the same judgements pair by pair: stage 1 gives each scripted pair its P(still true) and 0.97 "
+            "to every other pair (a background candidate costs one stage-1 call and no stage 2).",
             "- Wall time: the model's calls (the injected latency), the planning and the in-memory store; the facts "
             "and questions the scripted run embeds are embedded once before the first timing (`CachedEmbedder`: "
             "MiniLM took 0.5-2.5 s a call on this loaded machine, which would drown what is measured here).",
@@ -611,13 +616,12 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
         "",
         "## Per write",
         "",
-        f"Means per write; \"evaluated\" = prompt {unit} the server evaluated (the rest from its prefix cache); "
-        "\"retired\" = retirements over all the writes of the row.",
+        f"Means per write, calls by purpose; \"evaluated\" = prompt {unit} the server evaluated (the rest from its "
+        "prefix cache); \"retired\" = retirements over all the writes of the row.",
         "",
         *markdown_table(
-            ["library", "setting", "user facts", "writes", "calls per write (min–max)", "extraction", "calibration",
-             "screen", "stage-1 list",
-             "stage 1", "stage 2", f"prompt {unit}", f"completion {unit}", f"evaluated ({CACHED_PROMPTS}-prompt cache)"
+            ["library", "setting", "user facts", "writes", "calls per write (min–max)", *write_columns(steps),
+             f"prompt {unit}", f"completion {unit}", f"evaluated ({CACHED_PROMPTS}-prompt cache)"
              if not real else "evaluated (server log)", "evaluated (last prompt only)", "wall s", "retired"],
             write_rows(steps), align_left=2,
         ),
@@ -698,19 +702,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="the short form: users of 10 and 100 facts, one "
                         f"scenario, {QUICK_LATENCY_MS:g} ms per completion")
     parser.add_argument("--compare", metavar="REV", help="also run the bench on the library of commit REV")
-    parser.add_argument("--stage2-per-new-fact", type=int, metavar="N",
-                        help="also run one call at a time with ConflictSettings(stage2_per_new_fact=N)")
-    parser.add_argument("--stage1-bar-cap", type=bar_cap, metavar="P|no_news",
-                        help="also run one call at a time with ConflictSettings(stage1_bar_cap=...)")
-    parser.add_argument("--screening", choices=("per_pair", "per_new_fact", "one_call"),
-                        help="also run one call at a time with ConflictSettings(screening=...); the settings of "
-                             "--stage2-per-new-fact and --stage1-bar-cap then use it too")
     parser.add_argument("--premise-checks", choices=("per_fact", "listed", "one_call", "similarity"),
-                        help="also run one call at a time with PremiseSettings(checks=...), and --screening with it")
+                        help="also run one call at a time with PremiseSettings(checks=...)")
     parser.add_argument("--without-default", action="store_true",
-                        help="run only the extra settings (--screening, --stage2-per-new-fact, --stage1-bar-cap), not "
-                             "the default; "
-                             "for a slow real server, where the default was measured in an earlier run")
+                        help="run only the extra setting (--premise-checks), not the default; for a slow real "
+                             "server, where the default was measured in an earlier run")
     parser.add_argument("--base-url", help="a real OpenAI-compatible server instead of the scripted one")
     parser.add_argument("--model", help="the real server's model (default: the first it lists)")
     parser.add_argument("--api-key", default="not-needed", help="the real server's key")
@@ -725,10 +721,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.server_log is not None and args.base_url is None:
         parser.error("--server-log reads a real server's log: give --base-url too")
-    if args.without_default and (args.compare or (args.stage2_per_new_fact is None and args.stage1_bar_cap is None
-                                                   and args.screening is None and args.premise_checks is None)):
-        parser.error("--without-default runs only --screening, --stage2-per-new-fact and --stage1-bar-cap settings, "
-                     "without --compare")
+    if args.without_default and (args.compare or args.premise_checks is None):
+        parser.error("--without-default runs only the --premise-checks setting, without --compare")
     if args.quick and (args.sizes or args.scenarios):
         parser.error("--quick fixes the sizes and scenarios; give either --quick or --sizes/--scenarios")
     return args
@@ -751,18 +745,8 @@ def options_from(args: argparse.Namespace) -> RunOptions:
         else:
             settings += [Setting(f"{CONCURRENT}{concurrency}, batching", concurrency),
                          Setting(f"{CONCURRENT}{concurrency}, one-slot", concurrency, parallel_slots=1)]
-    screened = f", screening {args.screening}" if args.screening else ""
-    if args.screening is not None:
-        settings.append(Setting(f"screening {args.screening}", 1, screening=args.screening))
     if args.premise_checks is not None:
-        settings.append(Setting(f"premise {args.premise_checks}{screened}", 1, screening=args.screening,
-                                premise_checks=args.premise_checks))
-    if args.stage2_per_new_fact is not None:
-        settings.append(Setting(f"stage 2 <= {args.stage2_per_new_fact} per new fact{screened}", 1,
-                                stage2_per_new_fact=args.stage2_per_new_fact, screening=args.screening))
-    if args.stage1_bar_cap is not None:
-        settings.append(Setting(f"stage-1 bars <= {args.stage1_bar_cap}{screened}", 1,
-                                stage1_bar_cap=args.stage1_bar_cap, screening=args.screening))
+        settings.append(Setting(f"premise {args.premise_checks}", 1, premise_checks=args.premise_checks))
     if args.without_default:
         settings = [s for s in settings if s.name != SEQUENTIAL]
     answer_tokens = args.answer_max_tokens or (REAL_ANSWER_MAX_TOKENS if real else SCRIPTED_ANSWER_MAX_TOKENS)
@@ -777,13 +761,11 @@ def _child_args(argv: Sequence[str]) -> list[str]:
         if skip:
             skip = False
             continue
-        # --stage2-per-new-fact: a setting the other revision may not have; it runs on this checkout only.
-        if arg in ("--compare", "--out", "--emit-rows", "--library-label", "--stage2-per-new-fact", "--stage1-bar-cap",
-                   "--screening", "--premise-checks"):
+        # --premise-checks: a setting the other revision may not have; it runs on this checkout only.
+        if arg in ("--compare", "--out", "--emit-rows", "--library-label", "--premise-checks"):
             skip = True
             continue
-        if arg.startswith(("--compare=", "--out=", "--emit-rows=", "--library-label=", "--stage2-per-new-fact=",
-                            "--stage1-bar-cap=", "--screening=", "--premise-checks=")) \
+        if arg.startswith(("--compare=", "--out=", "--emit-rows=", "--library-label=", "--premise-checks=")) \
                 or arg == "--no-write":
             continue
         args.append(arg)

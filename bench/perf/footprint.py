@@ -1,7 +1,7 @@
 """Memory footprint: the Neo4j server's RSS and files, and what opening an embedded store costs a process.
 
 The embedded store is measured in a fresh process (``python -m bench.perf.footprint FILE``), so the
-bench's own memory (torch, the scripted server, the scripts) does not blur the number.
+bench's own memory (the embedding model, the scripted server, the scripts) does not blur the number.
 """
 
 from __future__ import annotations

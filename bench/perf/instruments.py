@@ -1,7 +1,5 @@
-"""Instruments: a store that clocks each call, an embedder that looks vectors up, and percentiles.
-
-The LLM side is clocked by ``bench.pipeline_cost.TimedLLM`` (the real client, its calls added up).
-"""
+"""Instruments: a model client and a store that clock their calls, an embedder that looks vectors up, and
+percentiles."""
 
 from __future__ import annotations
 
@@ -14,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from lastknown_graph.domain.models import (
     NO_FILTER,
@@ -24,6 +23,7 @@ from lastknown_graph.domain.models import (
     FactStatus,
     HistoryEntry,
     ProbeCandidates,
+    RejectedPair,
     ScoredFact,
     SessionWrite,
     TimelineEvent,
@@ -31,10 +31,50 @@ from lastknown_graph.domain.models import (
     WriteOutcome,
 )
 from lastknown_graph.embedders import EmbedderError
+from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.store import Store
 from lastknown_graph.store.protocol import CURRENT_ONLY
 
 T = TypeVar("T")
+Answer = TypeVar("Answer", bound=BaseModel)
+
+
+class TimedLLM(LLM):
+    """The real client, with the wall time of its outermost public calls added up (``seconds``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seconds = 0.0
+        self._depth = 0
+
+    def _timed(self, call: Callable[[], T]) -> T:
+        self._depth += 1
+        started = time.perf_counter()
+        try:
+            return call()
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.seconds += time.perf_counter() - started
+
+    def structured(self, messages: list[dict[str, str]], answer: type[Answer], *, purpose: str,
+                   meter: UsageMeter | None = None, max_tokens: int = 800) -> Answer:
+        return self._timed(lambda: super(TimedLLM, self).structured(messages, answer, purpose=purpose, meter=meter,
+                                                                    max_tokens=max_tokens))
+
+    def yes_probability(self, messages: list[dict[str, str]], *, purpose: str,
+                        meter: UsageMeter | None = None) -> float:
+        return self._timed(lambda: super(TimedLLM, self).yes_probability(messages, purpose=purpose, meter=meter))
+
+    def yes_probabilities(self, messages: list[dict[str, str]], count: int, *, purpose: str,
+                          meter: UsageMeter | None = None, max_tokens: int = 200) -> list[float | None]:
+        return self._timed(lambda: super(TimedLLM, self).yes_probabilities(
+            messages, count, purpose=purpose, meter=meter, max_tokens=max_tokens))
+
+    def text(self, messages: list[dict[str, str]], *, purpose: str, meter: UsageMeter | None = None,
+             max_tokens: int = 400) -> str:
+        return self._timed(lambda: super(TimedLLM, self).text(messages, purpose=purpose, meter=meter,
+                                                              max_tokens=max_tokens))
 
 
 def percentile_ms(samples: Sequence[float], q: float) -> float:
@@ -158,6 +198,9 @@ class TimedStore:
 
     def history(self, user_id: str) -> list[HistoryEntry]:
         return self._timed("history", lambda: self.inner.history(user_id))
+
+    def rejected_retirements(self, user_id: str) -> list[RejectedPair]:
+        return self._timed("rejected_retirements", lambda: self.inner.rejected_retirements(user_id))
 
     def state_as_of(self, user_id: str, day: date) -> list[Fact]:
         return self._timed("state_as_of", lambda: self.inner.state_as_of(user_id, day))

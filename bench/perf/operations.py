@@ -4,6 +4,11 @@
 time in those calls is clocked (``TimedLLM``) and subtracted, and so is the (lookup) embedder's.
 What remains is our code and the database: planning, validation, store reads and the write
 transaction. Which store calls that time went to is clocked separately (``TimedStore``).
+
+A timed write is shaped like a real one under judgment by attribute (``pipeline/judgment.py``): one new value of a
+one-valued attribute the user already has (stated, so it replaces the current value with no model call, and the
+facts depending on it are listed in one call, which the scripted model answers with none), eight new values of
+many-valued attributes (they end nothing) and one passing moment (it expires the moment before it).
 """
 
 from __future__ import annotations
@@ -20,26 +25,22 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bench.perf.instruments import LookupEmbedder, TimedStore
-from bench.perf.synthetic import TOPIC_INDEX, TOPICS, SyntheticSpace, UserScript, fact_text
-from bench.pipeline_cost import TimedLLM
+from bench.perf.instruments import LookupEmbedder, TimedLLM, TimedStore
+from bench.perf.synthetic import TOPIC_INDEX, TOPICS, SyntheticSpace, UserScript, fact_text, one_valued
 from lastknown_graph.domain.models import FactKind, FactStatus, UserExport
 from lastknown_graph.memory import Memory
-from lastknown_graph.pipeline.conflicts import ConflictSettings, find_candidates
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import Store
 from lastknown_graph.store.protocol import CURRENT_ONLY
-from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, ScriptedLLMServer, still_true
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 
 RECALL_K = 10  # recall@10 of the user-scoped vector search, the issue's target
-CANDIDATE_K = 8  # nearest facts per new fact for an unknown domain (volatility.candidate_budget(0.5))
 FORGET_THRESHOLD = 0.9  # forget_about's query is a close paraphrase of one fact (cosine ~0.99)
 FORGET_QUERY_NOISE = 0.15
-STILL_TRUE = 0.97  # stage 1 for every pair not scripted to retire: above every domain's flag bar
-WRITES_RETIRING = 1  # new facts per timed write scripted to retire the user's latest fact on their topic
 # A tie at the k-th place is not a miss: cosines from Neo4j (float32) and numpy (float64) differ ~1e-7.
 TIE_TOLERANCE = 1e-5
 MOMENT_TOPICS = [name for name, _, kind in TOPICS if kind is FactKind.MOMENT]
+STATE_TOPICS = [name for name, _, kind in TOPICS if kind is FactKind.STATE]
 
 
 @dataclass(frozen=True)
@@ -103,32 +104,26 @@ def recall_at_k(returned: list[str], truth: dict[str, float], k: int) -> float:
 class Harness:
     """The scripted LLM, the clocked client, the lookup embedder and the synthetic space shared by all points."""
 
-    def __init__(self, server: ScriptedLLMServer, space: SyntheticSpace, seed: int,
-                 retire_pairs: set[tuple[str, str]]) -> None:
-        """``retire_pairs`` is the set the server's rules (``Harness.rules``) read: (earlier, later) texts."""
+    def __init__(self, server: ScriptedLLMServer, space: SyntheticSpace, seed: int) -> None:
         self.server = server
         self.space = space
         self.rng = np.random.default_rng([seed, 99])
         self.embedder = LookupEmbedder(space.dimension)
         self.llm = TimedLLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
-        self.retire_pairs = retire_pairs
         # Session ids must be new in every run: a re-measurement on a database an earlier run wrote to
         # would otherwise find its sessions already written and time an idempotent no-op.
         self.run_id = secrets.token_hex(4)
         self._counter = 0
 
     @staticmethod
-    def rules(retire_pairs: set[tuple[str, str]]) -> list[Rule]:
-        def scripted_to_retire(request: RecordedRequest) -> bool:
-            message = request.last_user_message
-            return any(earlier in message and later in message for earlier, later in retire_pairs)
-
+    def rules() -> list[Rule]:
+        """The judging calls answered as a model that sees nothing else change (the writes' extractions are added
+        per write, ``conversation``)."""
         return [
-            Rule(purpose="stage1", when=scripted_to_retire, reply=still_true(0.05)),
-            Rule(purpose="stage2", when=scripted_to_retire, reply=Reply.json(
-                {"reasoning": "The later statement replaces the earlier one.", "verdict": "no_longer_true"})),
-            Rule(purpose="stage1", reply=still_true(STILL_TRUE)),
-            Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold.", "verdict": "still_true"})),
+            Rule(purpose="value_change", reply=Reply.json({"reasoning": "A new value.", "verdict": "different"})),
+            Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing depends on it.",
+                                                         "no_longer_true": []})),
+            Rule(purpose="ended", reply=Reply.json({"reasoning": "Nothing listed ended.", "no_longer_true": []})),
             Rule(purpose="premise", reply=Reply.yes(0.05)),
             Rule(purpose="answer", reply="(scripted answer)"),
         ]
@@ -150,24 +145,23 @@ class Harness:
         topics = topics or truth.topics
         return topics[int(self.rng.integers(len(topics)))]
 
-    def conversation(self, user: UserScript, store: Store) -> list[str]:
-        """Two user messages whose scripted extraction gives ten new facts: eight states, one state that
-        retires the user's latest current fact on its topic, one passing moment."""
-        state_topics = [t for t in user.topics if t not in MOMENT_TOPICS] or ["location"]
-        topics = [state_topics[int(i)] for i in self.rng.integers(len(state_topics), size=9)]
-        topics.insert(1, MOMENT_TOPICS[int(self.rng.integers(len(MOMENT_TOPICS)))])
+    def conversation(self, user: UserScript) -> list[str]:
+        """Two user messages whose scripted extraction gives ten new facts: a new value of a one-valued topic the
+        user talks about (it replaces the current one), one passing moment, eight values of many-valued topics."""
+        states = [t for t in user.topics if t in STATE_TOPICS]
+        replacing = [t for t in states if one_valued(t)] or [t for t in STATE_TOPICS if one_valued(t)]
+        piling = [t for t in states if not one_valued(t)] or [t for t in STATE_TOPICS if not one_valued(t)]
+        topics = [replacing[int(self.rng.integers(len(replacing)))],
+                  MOMENT_TOPICS[int(self.rng.integers(len(MOMENT_TOPICS)))],
+                  *(piling[int(i)] for i in self.rng.integers(len(piling), size=8))]
         texts = [fact_text(self.rng, topic) for topic in topics]
         vectors = self.space.fact_vectors(user.index, [TOPIC_INDEX[t] for t in topics], self.rng)
         for text, vector in zip(texts, vectors, strict=True):
             self.embedder.register(text, vector.tolist())
-        latest = store.facts_on_topic(user.user_id, topics[0])
-        if latest:
-            self.retire_pairs.add((latest[0].text, texts[0]))
         tag = self.next_tag("w")
         facts: list[dict[str, Any]] = [
             {"text": text, "topic": topic, "kind": "moment" if topic in MOMENT_TOPICS else "state",
-             "inferred": False, "evidence": [0 if i < 5 else 1],
-             "domain": next(d for name, d, _ in TOPICS if name == topic)}
+             "inferred": False, "evidence": [0 if i < 5 else 1]}
             for i, (text, topic) in enumerate(zip(texts, topics, strict=True))
         ]
         self.server.add(Rule(purpose="extraction", contains=tag, times=1, reply=Reply.json({"facts": facts})))
@@ -195,7 +189,6 @@ def measure_point(harness: Harness, result: PointResult, store: Store, index_sto
     index_memories = ({u.user_id: Memory(llm, embedder, u.user_id, index_store, premise_settings=premise)
                        for u in group} if index_store is not None else {})
     truths = {u.user_id: Truth.of(store.export_user(u.user_id)) for u in group}
-    settings = ConflictSettings()
     stores: dict[str, Store] = {"exact": store} | ({"index": index_store} if index_store is not None else {})
 
     def subtract(call: Callable[[], Any]) -> tuple[float, Any]:
@@ -213,11 +206,8 @@ def measure_point(harness: Harness, result: PointResult, store: Store, index_sto
         for path, path_store in stores.items():
             query = vector.tolist()
             seconds, hits = _clock(partial(path_store.similar_facts, user.user_id, query, RECALL_K))
-            seconds_c, _ = _clock(partial(find_candidates, path_store, user.user_id, topic, query, settings,
-                                          k=CANDIDATE_K))
             if record:
                 result.seconds[f"similar/{path}"].append(seconds)
-                result.seconds[f"candidates/{path}"].append(seconds_c)
                 result.recall[path].append(recall_at_k([h.fact.id for h in hits],
                                                        truth.cosines(vector, CURRENT_ONLY), RECALL_K))
         memory = memories[user.user_id]
@@ -242,7 +232,7 @@ def measure_point(harness: Harness, result: PointResult, store: Store, index_sto
 
     for i in range(1 + counts.writes):  # the first write warms up (and runs the client's capability probes)
         user = group[i % len(group)]
-        messages = harness.conversation(user, store)
+        messages = harness.conversation(user)
         session = f"perf-w{harness.run_id}-{harness.next_tag('s').strip('[]')}"
         timed.reset()
         write_s, report = subtract(partial(memories[user.user_id].write, messages, date=datetime.now(UTC).date(),
@@ -258,7 +248,7 @@ def measure_point(harness: Harness, result: PointResult, store: Store, index_sto
         result.seconds["answer/after write"].append(ask_after_s)
         result.seconds["write"].append(write_s)
         result.seconds["write/apply"].append(timed.total("apply"))
-        result.seconds["write/candidate reads"].append(timed.total("conflict_candidates"))
+        result.seconds["write/state reads"].append(timed.total("current_facts", "rejected_retirements"))
         result.counters["write: facts added"] += len(report.added)
         result.counters["write: facts retired"] += len(report.retired)
         result.counters["write: moments expired"] += len(report.expired)

@@ -14,15 +14,13 @@ import numpy as np
 from bench._report import machine_lines, markdown_table
 from bench.perf.instruments import percentile_ms
 from bench.perf.loading import Ingest
-from bench.perf.operations import CANDIDATE_K, FORGET_THRESHOLD, RECALL_K, PointResult
+from bench.perf.operations import FORGET_THRESHOLD, RECALL_K, PointResult
 from bench.perf.runner import RunResult
 
 OPERATIONS: dict[str, str] = {
     "write": "write(): graph side, LLM and embedder excluded (10 new facts)",
     "write/apply": "... of which Store.apply (one transaction)",
-    "write/candidate reads": "... of which candidate reads (conflict_candidates, all new facts at once)",
-    "candidates/exact": f"candidate search for one new fact (find_candidates, k={CANDIDATE_K}), exact scan",
-    "candidates/index": "... the same through the vector index (exact_scan_max_facts=0)",
+    "write/state reads": "... of which reading the user's current facts (current_facts, rejected_retirements)",
     "similar/exact": f"similar_facts k={RECALL_K}, exact scan",
     "similar/index": "... the same through the vector index",
     "context": "context()",
@@ -35,7 +33,7 @@ OPERATIONS: dict[str, str] = {
 }
 PLOTTED: dict[str, tuple[str, ...]] = {
     "write() graph side": ("write",),
-    "candidate search (one new fact)": ("candidates/exact", "candidates/index"),
+    f"similar_facts (k={RECALL_K})": ("similar/exact", "similar/index"),
     "context()": ("context",),
     "premise_notes() lookup": ("premise/exact", "premise/index"),
     "find()": ("find",),
@@ -101,7 +99,7 @@ def ratio_tables(points: Sequence[PointResult]) -> list[str]:
                   "(p50 Neo4j / p50 embedded; below 1: Neo4j is faster)", ""]
         header = ["operation"] + [f"{p.facts_per_user:,} facts/user" for p in first]
         rows = []
-        for op in ("write", "candidates/exact", "context", "premise/exact", "answer", "find", "forget_about"):
+        for op in ("write", "context", "premise/exact", "answer", "find", "forget_about"):
             cells = []
             for point in first:
                 mine, theirs = _p50(point, op), (_p50(other[point.facts_per_user], op)
@@ -115,9 +113,7 @@ def ratio_tables(points: Sequence[PointResult]) -> list[str]:
         lines += [f"Vector index vs exact scan, `{config}` (p50 index / p50 exact; above 1: the index is slower)", ""]
         header = ["search"] + [f"{p.facts_per_user:,} facts/user" for p in group]
         rows = []
-        for name, label in (("similar", f"similar_facts k={RECALL_K}"),
-                            ("candidates", f"candidate search for one new fact (k={CANDIDATE_K})"),
-                            ("premise", "premise_notes() lookup")):
+        for name, label in (("similar", f"similar_facts k={RECALL_K}"), ("premise", "premise_notes() lookup")):
             cells = []
             for point in group:
                 index, exact = _p50(point, f"{name}/index"), _p50(point, f"{name}/exact")

@@ -126,18 +126,18 @@ def measure_groups(harness: Harness, run: RunResult, config: str, store: Embedde
 def real_embedder_ms(samples: int, harness: Harness) -> dict[str, list[float]]:
     """What all-MiniLM-L6-v2 on this CPU adds for the caller: one query, and the ten facts of a write.
 
-    With the library's default thread count and, alternating call by call on the same texts, with torch's own
-    (what LocalEmbedder used before it had ``threads``): the two differ most on a busy machine
-    (bench/results/embedder-load.md).
+    With the library's default thread count and, alternating call by call on the same texts, with BLAS's own
+    (a thread per core): the two differ most on a busy machine (bench/results/embedder-load.md).
     """
-    import torch
+    from threadpoolctl import threadpool_info
 
     from bench.perf.synthetic import TOPICS, fact_text
     from lastknown_graph.embedders import LocalEmbedder
 
-    torch_default = torch.get_num_threads()
+    blas_default = max([library["num_threads"] for library in threadpool_info() if library["user_api"] == "blas"]
+                       or [1])
     embedders = {f"{LocalEmbedder().threads} thread(s), LocalEmbedder default": LocalEmbedder(),
-                 f"{torch_default} threads, torch's default": LocalEmbedder(threads=torch_default)}
+                 f"{blas_default} threads, BLAS's default": LocalEmbedder(threads=blas_default)}
     timings: dict[str, list[float]] = {}
     for embedder in embedders.values():
         embedder.embed(["warm up the model"])
@@ -160,15 +160,14 @@ def run(sizes: Sizes, neo4j_uri: str, neo4j_home: Path | None, work_dir: Path | 
     run_tag = secrets.token_hex(3)
     population = Population(space, run_tag)
     library = CypherLibrary()
-    harness_rules: set[tuple[str, str]] = set()
     work = work_dir or Path(tempfile.mkdtemp(prefix="lastknown-perf-"))
     work.mkdir(parents=True, exist_ok=True)
     store = Neo4jStore(neo4j_uri)
     index_store = Neo4jStore(neo4j_uri, exact_scan_max_facts=0)
     driver = neo4j.GraphDatabase.driver(neo4j_uri, auth=("neo4j", ""), notifications_min_severity="OFF")
     store.ensure_schema(DIMENSION)
-    with ScriptedLLMServer(Harness.rules(harness_rules), embedding_dimension=DIMENSION) as server:
-        harness = Harness(server, space, seed=7, retire_pairs=harness_rules)
+    with ScriptedLLMServer(Harness.rules(), embedding_dimension=DIMENSION) as server:
+        harness = Harness(server, space, seed=7)
         try:
             # ---------------------------------------------------------------- phase A: both stores
             logger.info("phase A: %s", sizes.describe())
@@ -265,9 +264,8 @@ def remeasure(sizes: Sizes, neo4j_uri: str, neo4j_home: Path | None, run_tag: st
     census = Census(users=row["users"], facts=row["facts"])
     logger.info("remeasuring %s on %s", [u.user_id for u in group], census.label("Neo4j"))
     try:
-        retire_pairs: set[tuple[str, str]] = set()
-        with ScriptedLLMServer(Harness.rules(retire_pairs), embedding_dimension=DIMENSION) as server:
-            harness = Harness(server, space, seed=11, retire_pairs=retire_pairs)
+        with ScriptedLLMServer(Harness.rules(), embedding_dimension=DIMENSION) as server:
+            harness = Harness(server, space, seed=11)
             measure_groups(harness, result, census.label("Neo4j") + " (measured again)", store, index_store,
                            Groups({sizes.facts_per_user: group}), sizes.neo4j, census)
         if neo4j_home is not None:

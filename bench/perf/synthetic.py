@@ -13,9 +13,10 @@ to each other than to other users' facts on it. Expected cosines: same user and 
 topic other user ~0.42, other topic ~0.11.
 
 Each user is a script of sessions (one conversation each: two user messages, ten new facts) with
-the changes the pipeline makes: about one new state fact in ten retires the user's latest current
-fact on its topic, a new passing moment expires the current moment on its topic, and about a third
-of the sessions confirm an older current fact. The same script is turned into ``SessionWrite`` s
+the changes the pipeline makes: a new state on a topic whose attribute holds one value (a home, a job,
+a diet: ``one_valued``) retires the current one, about one other new state fact in ten retires the
+user's latest current fact on its topic, a new passing moment expires the current moment on its topic,
+and about a third of the sessions confirm an older current fact. The same script is turned into ``SessionWrite`` s
 (the real write path, ``Store.apply``) or into the final graph state (the bulk loader); the bench
 checks that both give the same graph.
 """
@@ -28,6 +29,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import numpy as np
 import numpy.typing as npt
 
+from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.domain.models import (
     CheckCount,
     Confirmation,
@@ -51,9 +53,9 @@ W_TOPIC = 0.6
 W_USER_TOPIC = 0.5
 W_NOISE = 0.65
 
-RETIRE_SHARE = 0.1  # of new state facts, the share that retires the latest current fact on its topic
+RETIRE_SHARE = 0.1  # of new state facts on many-valued topics, the share that retires the latest one on its topic
 CONFIRM_SHARE = 0.3  # of sessions, the share that confirms one older current fact
-RETIREMENT_STAGE = "stage2"
+RETIREMENT_STAGE = "replaced"  # a stated new value of a one-valued attribute
 RETIREMENT_REASON = "The later statement replaces the earlier one."
 
 Matrix = npt.NDArray[np.float32]
@@ -64,7 +66,7 @@ TOPICS: tuple[tuple[str, str, FactKind], ...] = (
     ("job", "professional_context", FactKind.STATE),
     ("employer", "professional_context", FactKind.STATE),
     ("commute", "location", FactKind.STATE),
-    ("home", "biographical", FactKind.STATE),
+    ("dwelling", "biographical", FactKind.STATE),
     ("partner", "relationship", FactKind.STATE),
     ("family", "relationship", FactKind.STATE),
     ("pet", "biographical", FactKind.STATE),
@@ -102,6 +104,13 @@ TOPICS: tuple[tuple[str, str, FactKind], ...] = (
     ("whereabouts", "transient_fact", FactKind.MOMENT),
 )
 TOPIC_INDEX = {name: index for index, (name, _, _) in enumerate(TOPICS)}
+_ATTRIBUTES = AttributeTable()
+
+
+def one_valued(topic: str) -> bool:
+    """A new state on ``topic`` replaces the current one: the attribute it resolves to holds one value."""
+    attribute = _ATTRIBUTES.resolve(topic)
+    return attribute.one_valued and not attribute.moment
 
 _OPENERS = ("Likes", "Plans", "Owns", "Prefers", "Enjoys", "Keeps", "Wants", "Visits", "Uses", "Avoids",
             "Is", "Has", "Works", "Lives", "Feels", "Studies")
@@ -266,7 +275,7 @@ def user_script(space: SyntheticSpace, user_id: str, index: int, facts: int) -> 
                 current_moment[topic] = fact_id
             else:
                 on_topic = [f for f in current_states.get(topic, []) if f not in touched and f not in new_ids]
-                if on_topic and rng.random() < RETIRE_SHARE:
+                if on_topic and (one_valued(topic) or rng.random() < RETIRE_SHARE):
                     old = on_topic[-1]
                     retirements.append((old, fact_id))
                     touched.add(old)

@@ -51,21 +51,24 @@ HOME = re.compile(r"moved to town (\d+)")
 
 
 def scripted_answer(call: ModelCall) -> object:
-    """Scripted (a test double): each conversation's gadget is a fact, and a new town replaces the old one."""
+    """Scripted (a test double): each conversation's gadget is a fact (gadgets pile up), and a new town replaces the
+    old one (one home at a time: the attribute's rule, no call); a judging call finds nothing else changed."""
     message = call.last_user_message
     if call.purpose == "extraction":
-        facts = [{"text": f"Owns gadget number {n}", "topic": "gadget", "kind": "state", "inferred": False,
+        facts = [{"text": f"Owns gadget number {n}", "topic": "possession", "kind": "state", "inferred": False,
                   "evidence": [0]} for n in GADGET.findall(message)]
-        facts += [{"text": f"Lives in town {n}", "topic": "location", "kind": "state", "inferred": False,
+        facts += [{"text": f"Lives in town {n}", "topic": "home_location", "kind": "state", "inferred": False,
                    "evidence": [0]} for n in HOME.findall(message)]
         return {"facts": facts}
-    two_homes = message.count("Lives in town") >= 2
+    if call.purpose == "value_change":
+        return {"reasoning": "another town", "verdict": "different"}
+    if call.purpose in ("dependants", "ended"):
+        return {"reasoning": "nothing listed changed", "no_longer_true": []}
     if call.kind == "yes_probability":
-        return 0.9 if two_homes else 0.02
+        return 0.02
     if call.kind == "yes_probabilities":
         return [0.02] * 32
-    return {"reasoning": "one home at a time" if two_homes else "both can hold",
-            "verdict": "no_longer_true" if two_homes else "still_true"}
+    return "(scripted answer)"
 
 
 def open_store(kind: StoreKind, target: str) -> Store:

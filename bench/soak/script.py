@@ -1,10 +1,12 @@
 """What the soak's users say, and the scripted model's answers to it.
 
-A conversation is one to three user turns, each about one topic with one value. Two topics hold
-one value at a time (a new city or job retires the old one), hobbies accumulate (the check says
-both still hold), and the current activity is a passing moment (a newer one expires it). Saying a
-value that is already current is a confirmation. The extraction answer for every conversation of
-the pool is a rule of the scripted server, matched on the exact numbered messages.
+A conversation is one to three user turns, each about one attribute with one value. Two attributes
+hold one value at a time (a new city or job replaces the old one, by the attribute's rule, with no
+model call), hobbies accumulate (a new one ends nothing), and the current activity is a passing moment
+(a newer one expires it). Saying a value that is already current is a confirmation. The extraction
+answer for every conversation of the pool is a rule of the scripted server, matched on the exact
+numbered messages; the judging calls a write could make are answered as a model that sees nothing
+else change.
 """
 
 from __future__ import annotations
@@ -14,23 +16,23 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, still_true
+from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule
 
 
 @dataclass(frozen=True)
 class Topic:
-    name: str
+    name: str  # the attribute (lastknown_graph.domain.attributes), stored as the fact's topic
     kind: str  # "state" or "moment"
-    single_valued: bool  # a new value replaces the old one
+    single_valued: bool  # a new value replaces the old one (the attribute holds one value)
     say: str  # what the user writes, with {value}
     fact: str  # the extracted fact, with {value}
     values: tuple[str, ...]
 
 
 TOPICS: tuple[Topic, ...] = (
-    Topic("location", "state", True, "I just moved to {value}.", "Lives in {value}",
+    Topic("home_location", "state", True, "I just moved to {value}.", "Lives in {value}",
           ("Lisbon", "Porto", "Madrid", "Oslo", "Dublin", "Vienna", "Prague", "Athens")),
-    Topic("job", "state", True, "I started a new job as a {value}.", "Works as a {value}",
+    Topic("job_title", "state", True, "I started a new job as a {value}.", "Works as a {value}",
           ("nurse", "baker", "teacher", "pilot", "plumber", "chef")),
     Topic("hobby", "state", False, "These days I really enjoy {value}.", "Enjoys {value}",
           ("climbing", "chess", "gardening", "painting", "sailing", "knitting")),
@@ -38,14 +40,6 @@ TOPICS: tuple[Topic, ...] = (
           ("cooking dinner", "on a train", "walking the dog", "at the gym", "reading a novel", "stuck in traffic")),
 )
 
-# Fact text -> (topic, single-valued), for the stage-1 and stage-2 rules.
-FACT_TOPICS: dict[str, tuple[str, bool]] = {
-    topic.fact.format(value=value): (topic.name, topic.single_valued) for topic in TOPICS for value in topic.values
-}
-
-# The pair as stage 1 ("Older note (...)") and stage 2 ("Older fact (written ...)") show it, in either order.
-_EARLIER = re.compile(r"Older (?:note|fact) \([^)]*\): (?P<text>[^\n]+)")
-_LATER = re.compile(r"Newer (?:note|fact) \([^)]*\): (?P<text>[^\n]+)")
 _PREMISE = re.compile(r"Message: (?P<message>.*)\nFact about the user: (?P<fact>[^\n]+)", re.DOTALL)
 _MESSAGES_HEADER = "User messages:\n"
 
@@ -85,29 +79,6 @@ def conversation_pool(size: int, seed: int) -> list[Conversation]:
     return list(pool.values())
 
 
-def _pair(request: RecordedRequest) -> tuple[str, str] | None:
-    earlier, later = (pattern.search(request.last_user_message) for pattern in (_EARLIER, _LATER))
-    return (earlier["text"].strip(), later["text"].strip()) if earlier and later else None
-
-
-def replaces(request: RecordedRequest) -> bool:
-    """The later fact gives a single-valued topic another value: the earlier one is no longer true."""
-    pair = _pair(request)
-    if pair is None or pair[0] == pair[1]:
-        return False
-    earlier, later = FACT_TOPICS.get(pair[0]), FACT_TOPICS.get(pair[1])
-    return earlier is not None and earlier == later and earlier[1]
-
-
-def shares_a_many_valued_topic(request: RecordedRequest) -> bool:
-    """Two hobbies: stage 1 flags the pair (so stage 2 runs), and stage 2 says both still hold."""
-    pair = _pair(request)
-    if pair is None:
-        return False
-    earlier, later = FACT_TOPICS.get(pair[0]), FACT_TOPICS.get(pair[1])
-    return earlier is not None and earlier == later and not earlier[1]
-
-
 def assumes_the_fact(request: RecordedRequest) -> bool:
     """A question naming the value of a retired fact assumes it (``Lives in Lisbon`` / "... in Lisbon?")."""
     match = _PREMISE.search(request.last_user_message)
@@ -131,14 +102,11 @@ def _extracts(conversation: Conversation) -> Rule:
 
 
 def scripted_rules(pool: list[Conversation]) -> list[Rule]:
-    """The checks first (they are asked most often), then one extraction rule per conversation."""
+    """The answers to the judging and premise calls first, then one extraction rule per conversation."""
     rules = [
-        Rule(purpose="stage1", when=replaces, reply=still_true(0.05)),
-        Rule(purpose="stage1", when=shares_a_many_valued_topic, reply=still_true(0.3)),
-        Rule(purpose="stage1", reply=still_true(0.97)),
-        Rule(purpose="stage2", when=replaces, reply=Reply.json(
-            {"reasoning": "A new value of the same attribute.", "verdict": "no_longer_true"})),
-        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold.", "verdict": "still_true"})),
+        Rule(purpose="value_change", reply=Reply.json({"reasoning": "A new value.", "verdict": "different"})),
+        Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing depends on it.", "no_longer_true": []})),
+        Rule(purpose="ended", reply=Reply.json({"reasoning": "Nothing listed ended.", "no_longer_true": []})),
         Rule(purpose="premise", when=assumes_the_fact, reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.1)),
         Rule(purpose="answer", reply="(scripted answer)"),

@@ -10,14 +10,13 @@ import contextlib
 import json
 import logging
 import os
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from bench._report import bar_cap, invocation, write_generated
+from bench._report import invocation, library_version, write_generated
 from bench.stale.dataset import (
     CI_SKELETONS,
     DEFAULT_LAYOUT,
@@ -39,7 +38,6 @@ from lastknown_graph.config import load_settings
 from lastknown_graph.embedders import APIEmbedder, Embedder, LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS
-from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import Neo4jStore, Store
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
@@ -118,16 +116,6 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--history-max-chars", type=int, default=60_000,
                     help="full-history keeps the newest user turns that fit (about 15k tokens by default)")
     go.add_argument("--rag-k", type=int, default=10, help="sentences naive-rag retrieves per question")
-    go.add_argument("--stage1-flag-below", type=float, default=None,
-                    help="memory: send a pair to stage 2 when stage 1's P(still true) is below this (default: by the "
-                         "fact's volatility, 0.60-0.95); a small model's stage-1 scores sit in a narrow band")
-    go.add_argument("--stage1-bar-cap", type=bar_cap, default=None, metavar="P|no_news",
-                    help="memory: ConflictSettings.stage1_bar_cap, no stage-1 bar above P; no_news: the model's own "
-                         "P(still true) when the newer note says nothing (default: no cap)")
-    go.add_argument("--screening", choices=("per_pair", "per_new_fact", "one_call"), default="per_pair",
-                    help="memory: ConflictSettings.screening (default per_pair, the library's: one stage-1 call per "
-                         "pair, with its P(still true) recorded; per_new_fact: one stage-1 call per new fact, each "
-                         "candidate's P(still true) read from its own line; one_call: one screening call per write)")
     go.add_argument("--premise-checks", choices=("per_fact", "listed", "one_call", "similarity"),
                     default=PremiseSettings().checks,
                     help=f"memory: PremiseSettings.checks (default {PremiseSettings().checks}, the library's; "
@@ -142,18 +130,6 @@ def parser() -> argparse.ArgumentParser:
                       help="results file name: stale-<name>.md (default: the --out folder name)")
     show.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where the results file goes")
     return top
-
-
-def library_version() -> str:
-    """The last commit that touched the library, "+changes" when its files differ from it; "unknown" outside git."""
-    try:
-        commit = subprocess.run(["git", "log", "-1", "--format=%h", "--", "lastknown_graph"], cwd=ROOT,
-                                capture_output=True, text=True, check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "lastknown_graph"], cwd=ROOT,
-                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"{commit}{'+changes' if dirty else ''}" if commit else "unknown"
 
 
 def first_per_type(scenarios: Sequence[Scenario], n: int) -> list[Scenario]:
@@ -222,9 +198,6 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if behaviour is not None and args.base_url is not None:
         print("bench.stale: --scripted and --base-url exclude each other", file=sys.stderr)
         return 2
-    if args.stage1_flag_below is not None and not 0.0 < args.stage1_flag_below <= 1.0:
-        print("bench.stale: --stage1-flag-below must be in (0, 1]", file=sys.stderr)
-        return 2
     if args.answer_max_tokens < 1:
         print("bench.stale: --answer-max-tokens must be at least 1", file=sys.stderr)
         return 2
@@ -288,9 +261,8 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             if judged else None,
             "judge_prompt": _shown(judge_prompt) if judged else None,
             "extras_prompt": _shown(extras_prompt) if judged else None,
-            "answer_max_tokens": args.answer_max_tokens, "stage1_flag_below": args.stage1_flag_below,
-            "stage1_bar_cap": args.stage1_bar_cap,
-            "screening": args.screening,
+            "answer_max_tokens": args.answer_max_tokens,
+            "judging": "by attribute",  # how the memory decides what a new fact ends (issue 33); pairwise before
             "premise_checks": args.premise_checks,
             "embedder": embedder.name if behaviour is None else "scripted hashed-word vectors (384-d)",
             "store": "Neo4j" if neo4j is not None else "embedded, in memory (one per scenario)",
@@ -307,9 +279,6 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
                        progress=not args.no_progress, meta=meta)
         resources = Resources(llm=llm, embedder=embedder, neo4j=neo4j, history_max_chars=args.history_max_chars,
                               rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens,
-                              conflict_settings=ConflictSettings(stage1_flag_below=args.stage1_flag_below,
-                                                                stage1_bar_cap=args.stage1_bar_cap,
-                                                                screening=args.screening),
                               premise_settings=PremiseSettings(checks=args.premise_checks),
                               peers=peer_config)
         try:

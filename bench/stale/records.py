@@ -6,11 +6,12 @@ Lines are only appended. When a scenario appears twice (rerun with --retry-error
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -55,14 +56,17 @@ class Linkage(Record):
 
 
 class PairCheck(Record):
-    """One (earlier fact, later fact) pair the memory checked while writing a session, and what it decided."""
+    """One (earlier fact, later fact) pair the memory decided about while writing a session: a retirement, or a
+    stored fact kept against the new one."""
 
     session: str
     earlier_id: str
     earlier: str
     later: str
-    stage: str  # stage1: not flagged; stage2: decided by the reasoning call; evidence / resisted: volatility rules
-    still_true_probability: float | None  # stage 1's P(earlier still true); None without logprobs
+    # What decided (domain/stages.py): replaced, judged, dependent, ended, evidence, ...; in runs of libraries before
+    # judgment by attribute (issue 33) stage1 (not flagged) or stage2 (the reasoning call).
+    stage: str
+    still_true_probability: float | None  # stage 1's P(earlier still true) before issue 33; None since
     retired: bool
     reason: str = ""
     # The pair the scenario is about: the earlier fact came from the M_old statement and the check ran in the
@@ -129,31 +133,53 @@ def results_path(out: Path, system: str) -> Path:
     return out / f"{system}.jsonl"
 
 
-def read_results(path: Path) -> dict[str, ScenarioResult]:
-    """uid -> the last result recorded for it; a line cut short by a crash is skipped (it is rerun)."""
-    results: dict[str, ScenarioResult] = {}
+R = TypeVar("R", bound=Record)
+
+
+def read_records(path: Path, model: type[R]) -> list[R]:
+    """Every record in a JSONL file, in order; a line cut short by a crash is skipped (it is rerun)."""
+    records: list[R] = []
     if not path.exists():
-        return results
+        return records
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         try:
-            result = ScenarioResult.model_validate(json.loads(line))
+            records.append(model.model_validate(json.loads(line)))
         except (json.JSONDecodeError, ValidationError):
             continue
-        results[result.uid] = result
-    return results
+    return records
+
+
+def read_results(path: Path) -> dict[str, ScenarioResult]:
+    """uid -> the last result recorded for it."""
+    return {result.uid: result for result in read_records(path, ScenarioResult)}
+
+
+def _end_last_line(path: Path) -> None:
+    """End a last line a crash cut short, so that the next record starts a line of its own: appended to the cut one,
+    it would be unreadable too, and lost."""
+    if not path.exists():
+        return
+    with path.open("rb+") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) != b"\n":
+            handle.write(b"\n")
 
 
 class ResultWriter:
-    """Appends results from many threads; each line is written and flushed whole."""
+    """Appends records (a scenario's result, or another harness's records) from many threads; each line is written
+    and flushed whole."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
+        _end_last_line(path)
 
-    def append(self, result: ScenarioResult) -> None:
+    def append(self, result: Record) -> None:
         line = result.model_dump_json() + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
             handle.write(line)

@@ -13,6 +13,7 @@ as in the paper.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import mean
@@ -100,11 +101,9 @@ def linkage_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list
     return rows
 
 
-STAGE1_BINS = (0.2, 0.4, 0.6, 0.8, 0.95)  # upper bounds; the last bin is [0.95, 1]
-
-
-def stage1_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
-    """Stage 1's P(earlier still true) for the scenario's own change and for every other pair checked."""
+def decision_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    """What decided each pair the memory reported (a retirement or a fact kept), for the scenario's own change and
+    for every other pair: the count by stage, and how many were retired."""
     rows: list[list[object]] = []
     for system, results in by_system.items():
         checks = [c for r in results for c in r.checks]
@@ -112,13 +111,9 @@ def stage1_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[
             continue
         for label, chosen in (("changed (M_old fact, M_new session)", [c for c in checks if c.changed]),
                               ("other pairs", [c for c in checks if not c.changed])):
-            probabilities = sorted(c.still_true_probability for c in chosen if c.still_true_probability is not None)
-            bins = [0] * (len(STAGE1_BINS) + 1)
-            for p in probabilities:
-                bins[next((i for i, bound in enumerate(STAGE1_BINS) if p < bound), len(STAGE1_BINS))] += 1
-            median = f"{probabilities[len(probabilities) // 2]:.2f}" if probabilities else "-"
-            rows.append([system, label, len(chosen), *bins, median, sum(c.stage != "stage1" for c in chosen),
-                         sum(c.retired for c in chosen)])
+            stages = Counter(c.stage for c in chosen)
+            by_stage = ", ".join(f"{stage} {count}" for stage, count in sorted(stages.items())) or "-"
+            rows.append([system, label, by_stage, len(chosen), sum(c.retired for c in chosen)])
     return rows
 
 
@@ -183,7 +178,7 @@ def summary_json(out: Path) -> dict[str, object]:
     systems = [str(s) for s in meta.get("systems", [])]
     results = all_results(out, systems)
     keys = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "answer_max_tokens",
-            "stage1_flag_below", "screening", "premise_checks", "embedder", "store", "code", "command",
+            "judging", "premise_checks", "embedder", "store", "code", "command",
             "peer_versions", "graphiti_store")
     by_type = {
         system: {kind: summary([r for r in results[system].values() if r.type == kind]) for kind in ("T1", "T2")}
@@ -230,6 +225,16 @@ def judge_line(meta: Mapping[str, object]) -> str:
             "judge passed an answer that repeated the question): read the judged columns as that judge's opinion")
 
 
+def judging_line(meta: Mapping[str, object]) -> str:
+    """How the memory of the run judged: by attribute, or (a run recorded before issue 33, without ``judging``) pair
+    by pair."""
+    if meta.get("judging"):
+        return f"judgment {meta['judging']}"
+    return (f"pairwise checks (before judgment by attribute), stage-1 flag bar "
+            f"{meta.get('stage1_flag_below') or 'by volatility (0.60-0.95)'}, pairs chosen for stage 2 by "
+            f"{meta.get('screening') or 'per_pair'}")
+
+
 def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
     layout = meta.get("layout")
     mode = meta.get("mode")
@@ -240,9 +245,7 @@ def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
         f"- answering model: {meta.get('model')} at {meta.get('base_url')}; answers capped at "
         f"{meta.get('answer_max_tokens', 'the default')} tokens",
         judge_line(meta),
-        f"- memory's stage-1 flag bar: {meta.get('stage1_flag_below') or 'by volatility (0.60-0.95)'}; pairs chosen "
-        f"for stage 2 by: {meta.get('screening') or 'per_pair'}; premise checks: "
-        f"{meta.get('premise_checks') or 'per_fact'}",
+        f"- memory: {judging_line(meta)}; premise checks: {meta.get('premise_checks') or 'per_fact'}",
         f"- embedder: {meta.get('embedder')}; memory store: {meta.get('store')}; full-history keeps the newest "
         f"{meta.get('history_max_chars')} characters; naive-rag puts the top {meta.get('rag_k')} sentences in "
         "the prompt",
@@ -317,15 +320,14 @@ def graph_and_cost_sections(by_system: Mapping[str, Sequence[ScenarioResult]], n
             *markdown_table(["system", "scenarios", "retired by new session", "retired by other session", "missed",
                              "nothing extracted", "by session"], linked),
         ]
-    checked = stage1_rows(by_system)
-    if checked:
+    decided = decision_rows(by_system)
+    if decided:
         parts += [
-            "", "## Stage 1 on this run", "",
-            "P(earlier fact still true) from stage 1, for the pairs the scenario is about (a fact from the M_old "
-            "statement checked in the M_new session) and for every other pair checked. A pair below the flag bar "
-            "goes to stage 2 (\"to stage 2\" also counts pairs decided by the volatility rules).", "",
-            *markdown_table(["system", "pairs", "n", "p < 0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-0.95",
-                             "p >= 0.95", "median", "to stage 2", "retired"], checked, align_left=2),
+            "", "## What decided each pair", "",
+            "The pairs the memory's writes reported (a fact retired, or kept against a new one), for the pair the "
+            "scenario is about (a fact from the M_old statement, decided in the M_new session) and for every other "
+            "pair, counted by the stage that decided (`lastknown_graph/domain/stages.py`).", "",
+            *markdown_table(["system", "pairs", "decided by", "n", "retired"], decided, align_left=3),
         ]
     parts += [
         "", "## Cost per scenario (mean)", "",

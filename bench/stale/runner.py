@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 RUN_FILE = "run.json"
 # A resumed run must not mix answers from another model, judge, data or layout into the same files.
 IDENTITY_KEYS = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "judge_prompt",
-                 "answer_max_tokens", "stage1_flag_below", "code")
+                 "answer_max_tokens", "code")
 
 
 PEER_VERSIONS = "peer_versions"  # system -> the version of its package, for the peers a run has run
@@ -64,13 +64,14 @@ class RunSummary:
     by_system: dict[str, int] = field(default_factory=dict)
 
 
-def check_identity(out: Path, meta: Mapping[str, object]) -> None:
-    """Write run.json, or check that the run already there is the same run (so resuming is safe)."""
+def check_identity(out: Path, meta: Mapping[str, object], keys: Sequence[str] = IDENTITY_KEYS) -> None:
+    """Write run.json, or check that the run already there is the same run (so resuming is safe): the same ``keys``
+    and the same version of every peer both ran."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / RUN_FILE
     if path.exists():
         before = json.loads(path.read_text(encoding="utf-8"))
-        changed = [k for k in IDENTITY_KEYS if before.get(k) != meta.get(k)]
+        changed = [k for k in keys if before.get(k) != meta.get(k)]
         # A peer may join a run later (the memory first, the peers after), but never in another version.
         earlier_peers, peers = _versions(before.get(PEER_VERSIONS)), _versions(meta.get(PEER_VERSIONS))
         changed += [f"{PEER_VERSIONS}.{name}" for name in sorted(set(earlier_peers) & set(peers))

@@ -5,10 +5,13 @@ grades, links and counts correctly: the oracle must score high, the control low.
 model or about the memory's quality.
 
 The oracle:
-- extraction: a message holding M_old yields one fact, the statement itself (topic ``tracked_state``); a message
-  holding M_new yields the new statement on the same topic; filler yields no fact;
-- stage 1 gives P(still true) = 0.05 for the (old, new) pair of a scenario, 0.97 for anything else; stage 2 says
-  ``no_longer_true`` for that pair with the scenario's explanation as the reason;
+- extraction: a message holding M_old yields one fact quoting the statement's first words (``oracle_fact``: a
+  user's sentence copied word for word is not a fact the memory stores, so the quote is framed), on one one-valued
+  attribute (``ORACLE_ATTRIBUTE``; any would do: the two statements are two values of it); a message holding M_new
+  yields the new statement's fact on the same attribute, marked inferred (a STALE change is implied, so the model is
+  asked); filler yields no fact;
+- the judging call (``value_change``) says "different" for the (old, new) pair of a scenario, with the scenario's
+  explanation as the reason, and "same" for anything else; a listing (``dependants``, ``ended``) ends nothing;
 - the answer model reads the question only to tell which probe it is (the state-resolution probe, the keeps-new
   probe, or another); what it answers comes from the SYSTEM message only (the memory's context, or a baseline's
   pasted history). To the state-resolution probe it leads with "No." when it sees the new statement and "Yes:" when
@@ -36,13 +39,15 @@ from bench.stale.baselines import sentences
 from bench.stale.dataset import Scenario
 from bench.stale.judge import EXTRAS_PURPOSE, JUDGE_PURPOSE
 from bench.stale.probes import keeps_new_question
-from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, still_true
+from lastknown_graph.pipeline.grounding import names_a_moment
+from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule
 
 Behaviour = Literal["oracle", "control"]
 BEHAVIOURS: Final = ("oracle", "control")
 LABEL: Final = "scripted (test double, not a model)"
-TOPIC: Final = "tracked_state"
+ORACLE_ATTRIBUTE: Final = "home_location"
 KEY_CHARS: Final = 60
+KEY_WORDS: Final = 6  # fewer words could be shared by two statements, and would barely be a quote
 FACT_CHARS: Final = 280
 NO_INFORMATION: Final = "I have no information about that."
 EMBEDDING_DIMENSION: Final = 384  # as all-MiniLM-L6-v2, so a shared Neo4j schema fits both
@@ -54,9 +59,22 @@ def _flat(text: str) -> str:
 
 
 def key(statement: str) -> str:
-    """A short verbatim piece of a statement that every system shows when it shows the statement at all."""
-    first = (sentences(statement) or [statement])[0]
-    return " ".join(first.split())[:KEY_CHARS]
+    """A short verbatim piece of a statement that every system shows when it shows the statement at all: whole words
+    of its first sentence, at most KEY_CHARS characters, naming no moment (the memory stores a fact that names one as a
+    moment, and ``oracle_fact`` quotes the key); the first such run of at least KEY_WORDS words, else the longest."""
+    words = " ".join((sentences(statement) or [statement])[0].split()).split(" ")
+    runs: list[str] = []
+    for start in range(len(words)):
+        taken: list[str] = []
+        for word in words[start:]:
+            candidate = " ".join([*taken, word])
+            if len(candidate) > KEY_CHARS or names_a_moment(candidate):
+                break
+            taken.append(word)
+        if len(taken) >= KEY_WORDS:
+            return " ".join(taken)
+        runs.append(" ".join(taken))
+    return max(runs, key=len, default="") or statement[:KEY_CHARS]
 
 
 def shows(text: str, statement: str) -> bool:
@@ -64,18 +82,24 @@ def shows(text: str, statement: str) -> bool:
 
 
 def fact_text(statement: str) -> str:
-    """The statement as a fact (verbatim, so it is grounded in the user's words), cut at a word boundary."""
+    """The statement verbatim (a peer's memory text), cut at a word boundary."""
     flat = " ".join(statement.split())
     if len(flat) <= FACT_CHARS:
         return flat
     return flat[:FACT_CHARS].rsplit(" ", 1)[0]
 
 
-def _fact(statement: str) -> dict[str, Any]:
+def oracle_fact(statement: str) -> str:
+    """The memory's fact for a statement: its first words (``key``), quoted, so every answer prompt that shows the
+    fact shows the statement."""
+    return f'The user said, quoted: "{key(statement)}"'
+
+
+def _fact(statement: str, *, inferred: bool) -> dict[str, Any]:
     # No evidence index: the statement's position in its session is unknown here (haystack sessions hold many
     # turns), and the pipeline then links the fact to the turns that share its words, i.e. the statement.
-    return {"text": fact_text(statement), "topic": TOPIC, "kind": "state", "inferred": False, "evidence": [],
-            "domain": None}
+    return {"text": oracle_fact(statement), "topic": ORACLE_ATTRIBUTE, "kind": "state", "inferred": inferred,
+            "evidence": []}
 
 
 def changed_answer(scenario: Scenario) -> str:
@@ -113,7 +137,7 @@ def _in_system(*statements: str) -> Callable[[RecordedRequest], bool]:
 
 def _scenario_rules(scenario: Scenario, behaviour: Behaviour) -> list[Rule]:
     old, new = scenario.M_old, scenario.M_new
-    rules = [Rule(purpose="extraction", when=_in_user(old), reply=Reply.json({"facts": [_fact(old)]}))]
+    rules = [Rule(purpose="extraction", when=_in_user(old), reply=Reply.json({"facts": [_fact(old, inferred=False)]}))]
     state_question = scenario.probing_queries.dim1_query
     new_question = keeps_new_question(scenario)
     if behaviour == "oracle":
@@ -123,11 +147,10 @@ def _scenario_rules(scenario: Scenario, behaviour: Behaviour) -> list[Rule]:
             Rule(purpose="answer", when=_asked(state_question, old), reply=old_answer(scenario)),
             Rule(purpose="answer", when=_asked(new_question, new), reply="Yes. " + new_answer(scenario)),
             Rule(purpose="answer", when=_asked(new_question, old), reply=still_old_answer(scenario)),
-            Rule(purpose="extraction", when=_in_user(new), reply=Reply.json({"facts": [_fact(new)]})),
-            Rule(purpose="stage1", when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
-                 reply=still_true(0.05)),
-            Rule(purpose="stage2", when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
-                 reply=Reply.json({"reasoning": scenario.explanation, "verdict": "no_longer_true"})),
+            Rule(purpose="extraction", when=_in_user(new), reply=Reply.json({"facts": [_fact(new, inferred=True)]})),
+            Rule(purpose="value_change",
+                 when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
+                 reply=Reply.json({"reasoning": scenario.explanation, "verdict": "different"})),
             Rule(purpose="answer", when=_in_system(old, new), reply=changed_answer(scenario)),
             Rule(purpose="answer", when=_in_system(new), reply=new_answer(scenario)),
             Rule(purpose="answer", when=_in_system(old), reply=old_answer(scenario)),
@@ -199,8 +222,10 @@ def scripted_rules(scenarios: Iterable[Scenario], behaviour: Behaviour) -> list[
     rules += peer_rules(scenarios, behaviour)  # the peers' calls carry purposes of their own (scripted_peers.py)
     rules += [
         Rule(purpose="extraction", reply=Reply.json({"facts": []})),
-        Rule(purpose="stage1", reply=still_true(0.97)),
-        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold.", "verdict": "still_true"})),
+        Rule(purpose="value_change", reply=Reply.json({"reasoning": "The same value.", "verdict": "same"})),
+        Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing listed depends on it.",
+                                                      "no_longer_true": []})),
+        Rule(purpose="ended", reply=Reply.json({"reasoning": "Nothing listed is over.", "no_longer_true": []})),
         Rule(purpose="premise", reply=Reply.yes(0.9)),
         Rule(purpose="answer", reply=NO_INFORMATION),
         *judge_rules(),

@@ -19,7 +19,7 @@ from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS, Memory
-from lastknown_graph.pipeline.conflicts import ConflictSettings
+from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import EmbeddedStore, Store
 

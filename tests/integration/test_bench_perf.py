@@ -102,8 +102,8 @@ def test_quick_run_end_to_end_on_neo4j_and_embedded(neo4j_uri: str, tmp_path: Pa
     assert {row[2] for row in recall_rows} == {"exact", "index"}
 
     latency = markdown.split("### Latency", 1)[1].split("### Ratios", 1)[0]
-    for operation in ("write(): graph side", "context()", "premise_notes() candidate lookup", "find(k=5)",
-                      "forget_about(", "candidate search for one new fact"):
+    for operation in ("write(): graph side", "reading the user's current facts", "context()",
+                      "premise_notes() candidate lookup", "find(k=5)", "forget_about("):
         assert operation in latency
     assert re.search(r"Neo4j: 60 facts in 6 sessions: identical export and identical subgraph shape", markdown)
     assert "embedded: 60 facts in 6 sessions: identical export" in markdown

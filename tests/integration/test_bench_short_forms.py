@@ -1,5 +1,4 @@
-"""The short forms of the candidate-recall, pipeline-cost, write-cost, haystack, embedder-load, embedded-write,
-prompt-order and screen-recall benchmarks, end to end.
+"""The short forms of the write-cost, haystack, embedder-load, embedded-write and mature-user benchmarks, end to end.
 
 Each runs its command's small size with the real bundled embedder and writes its results file to a temporary
 path. The assertions check that the generated section is there and that its summary figures are computed from
@@ -16,21 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import (
-    candidate_recall,
-    embedded_write,
-    embedder_load,
-    haystack,
-    pipeline_cost,
-    prompt_order,
-    screen_recall,
-    write_cost,
-)
+from bench import embedded_write, embedder_load, haystack, write_cost
 from bench._report import END_MARKER, START_MARKER, evenly_spread
+from bench.mature_user import TOPICS, background_facts, mature_export
 from bench.prefix_cache import PrefixCache, ServerLog, prompt_words
-from bench.scenarios import NO_LONGER_TRUE, SCENARIOS
-from lastknown_graph.domain.volatility import VolatilityPriors, candidate_budget
-from lastknown_graph.pipeline.conflicts import ConflictSettings
+from bench.scenarios import SCENARIOS, rules_for
+from lastknown_graph.domain.attributes import AttributeTable
+from lastknown_graph.domain.models import FactStatus
 from lastknown_graph.reader import find_pool_size
 from lastknown_graph.testing.scripted_server import RecordedRequest, Rule, ScriptedLLMServer
 
@@ -57,91 +48,6 @@ def hits(share: str) -> tuple[int, int]:
     """ "**7/8 (88%)**" -> (7, 8)."""
     found, total = share.strip("*").split(" ")[0].split("/")
     return int(found), int(total)
-
-
-# ------------------------------------------------------------------------------------- candidate recall
-
-
-def test_candidate_recall_short_form_counts_the_pairs_it_measured(tmp_path: Path) -> None:
-    quick, small = tmp_path / "quick.md", tmp_path / "small.md"
-    candidate_recall.main(["--quick", "--out", str(quick)])
-    candidate_recall.main(["--limit", "4", "--out", str(small)])
-    pairs = candidate_recall.load_pairs()
-    priors, settings = VolatilityPriors(), ConflictSettings()
-    by_size = {}
-    for path, size in ((quick, candidate_recall.QUICK_PAIRS), (small, 4)):
-        markdown = generated(path)
-        assert f"python -m bench.candidate_recall {'--quick' if size != 4 else '--limit 4'} --out {path}" in markdown
-        rows = table(markdown, "## Every pair")
-        expected = evenly_spread(pairs, size)
-        assert [row["id"] for row in rows] == [p.id for p in expected]
-        for row, pair in zip(rows, expected, strict=True):
-            # the k the pipeline reads for the new fact's domain, not a fixed candidate_k
-            assert row["new fact's domain"] == pair.new.domain
-            assert int(row["k"]) == candidate_budget(priors.of(pair.new.domain))
-            assert int(row["candidates"]) <= int(row["k"]) + settings.max_topic_candidates
-            rank = int(row["rank"].split("/")[0])
-            if rank <= settings.always_check_nearest:  # the nearest few are always candidates
-                assert row["in default candidates"].startswith("yes (") and "vector" in row["in default candidates"]
-        [everything] = [r for r in table(markdown, "## Recall of the old fact") if r["pairs"] == "all pairs"]
-        found = sum(row["in default candidates"].startswith("yes") for row in rows)
-        assert int(everything["n"]) == size
-        assert hits(everything["find_candidates (default)"]) == (found, size)
-        assert everything["candidates"] == f"{statistics.mean(int(row['candidates']) for row in rows):.1f}"
-        domains = table(markdown, "## By the new fact's domain")
-        assert sum(int(d["n"]) for d in domains) == size
-        assert sum(hits(d["find_candidates (default)"])[0] for d in domains) == found
-        [source] = [r for r in table(markdown, "## Where the default candidate set found the old fact")
-                    if r["pairs"] == "all pairs"]
-        assert int(source["neither (missed)"]) == size - found
-        by_size[size] = {row["id"]: row for row in rows}
-    # each pair is measured on its own store: the pairs both runs share come out the same
-    shared = set(by_size[4]) & set(by_size[candidate_recall.QUICK_PAIRS])
-    assert len(shared) == 4
-    assert all(by_size[4][pid] == by_size[candidate_recall.QUICK_PAIRS][pid] for pid in shared)
-
-
-# ---------------------------------------------------------------------------------------- pipeline cost
-
-
-def test_pipeline_cost_short_form_adds_up_its_own_calls(tmp_path: Path) -> None:
-    out = tmp_path / "pipeline-cost.md"
-    pipeline_cost.main(["--quick", "--out", str(out)])
-    markdown = generated(out)
-    assert f"python -m bench.pipeline_cost --quick --out {out}" in markdown and "`--repeat 1`" in markdown
-    [scenario] = evenly_spread(SCENARIOS, 1)
-    conversations = {row["server"]: row for row in table(markdown, "## Per conversation")}
-    assert set(conversations) == set(pipeline_cost.SERVERS)
-    headline = {row["server"]: row for row in table(markdown, "## Headline")}
-    for server, shape in pipeline_cost.SERVERS.items():
-        row = conversations[server]
-        assert row["conversation"] == scenario.name
-        # one write and one extraction per session, one answer per question, as the scenario has them
-        assert int(row["writes"]) == int(row["extraction"]) == len(scenario.sessions)
-        assert int(row["asks"]) == int(row["answer"]) == len(scenario.questions)
-        assert int(row["calls"].strip("*")) == sum(int(row[p]) for p in pipeline_cost.PURPOSES)
-        assert int(row["HTTP"]) >= int(row["calls"].strip("*"))
-        steps = table(markdown, f"## Every write and ask: {server}")
-        assert len(steps) == len(scenario.sessions) + len(scenario.questions)
-        for purpose in pipeline_cost.PURPOSES:
-            assert sum(int(step[purpose]) for step in steps) == int(row[purpose]), (server, purpose)
-        by_purpose = {r["purpose"]: r for r in table(markdown, f"## Calls by purpose: {server}")}
-        assert all(int(by_purpose[p]["calls"]) == int(row[p]) for p in pipeline_cost.PURPOSES)
-        writes = [step for step in steps if not step["step"].startswith("ask")]
-        write_calls = [int(step["calls"]) for step in writes]
-        assert headline[server]["calls per write (min–max)"] == (
-            f"{statistics.mean(write_calls):.1f} ({min(write_calls)}–{max(write_calls)})")
-        # every pair the check sees ends kept or retired (this scenario has no disputes or held retirements);
-        # without logprobs there is no stage 1 and every pair goes to stage 2; the default is pair by pair, so no
-        # screening call
-        check = "stage1" if shape.logprobs else "stage2"
-        if not shape.logprobs:
-            assert int(row["stage1"]) == 0
-        for step in writes:
-            kept = int(step["effect"].split("kept ")[1])
-            retired = int(step["effect"].split("retired ")[1].split(",")[0])
-            assert int(step[check]) == kept + retired, (server, step["step"])
-            assert int(step["screen"]) == 0, (server, step["step"])
 
 
 # ------------------------------------------------------------------------------------------- write cost
@@ -194,11 +100,15 @@ def test_write_cost_short_form_computes_its_figures_from_its_own_steps(tmp_path:
                 mine = write_cost.select(steps, kind=kind, setting=setting, size=size)
                 base = write_cost.select(steps, kind=kind, size=size)
                 assert [(s.decisions, s.calls) for s in mine] == [(s.decisions, s.calls) for s in base], setting
-    # the scenario's scripted retirements all happen on mature users too
-    expected = {j.earlier for j in scenario.judgements if j.verdict == NO_LONGER_TRUE}
+    # the scenario's scripted retirements all happen on mature users too; any other fact retired is the background's
+    # value of a one-valued attribute that a conversation gave a new value (a move, a new employer)
+    stated = {str(f["topic"]) for session in scenario.sessions for f in session.facts}
     for size in write_cost.QUICK_SIZES:
         retired = {old for s in writes if s.size == size for old, *_ in json.loads(s.decisions)["retired"]}
-        assert retired == expected, size
+        background = {f.text: f.topic for f in background_facts(size)}
+        assert scenario.retirements <= retired, size
+        assert all(background[text].exclusive and background[text].name in stated
+                   for text in retired - scenario.retirements), size
     # the prompt-sharing table counts every call of the sequential run at 100 facts, and what they evaluated
     sharing = [r for r in table(markdown, "## Prompt sharing by purpose") if r["library"] == write_cost.THIS_CHECKOUT]
     assert sum(int(r["calls"]) for r in sharing) == sum(s.total_calls for s in at_100 + asks_100)
@@ -207,9 +117,9 @@ def test_write_cost_short_form_computes_its_figures_from_its_own_steps(tmp_path:
     assert abs(evaluated - sum(s.evaluated or 0 for s in at_100 + asks_100)) <= 0.05 * sum(
         int(r["calls"]) for r in sharing)
     assert all(float(r["evaluated"]) <= int(r["prompt words"]) + 0.5 for r in sharing)
-    stage1 = next(r for r in sharing if r["purpose"] == "stage1")
-    assert float(stage1["shared prefix"]) > float(stage1["evaluated"])  # the checks of one fact share their opening
-    assert all(r["purpose"] != "screen" for r in sharing)  # the default is pair by pair
+    extraction = next(r for r in sharing if r["purpose"] == "extraction")
+    assert float(extraction["shared prefix"]) > float(extraction["evaluated"])  # the writes share the instructions
+    assert {r["purpose"] for r in sharing} <= set(write_cost.PURPOSES)  # no pairwise check of the old design
     # the other checkout's run is in the same tables, named by the commit it was
     head = write_cost.resolved_label("HEAD")
     assert head.startswith("HEAD (") and summary["compare"] == head
@@ -236,7 +146,7 @@ def test_write_cost_against_a_real_server_reads_evaluated_tokens_from_its_log(
         return False  # it only watches: the scenario's rules answer
 
     [scenario] = evenly_spread(SCENARIOS, 1)
-    with ScriptedLLMServer([Rule(when=log_like_llama_cpp, reply="unused"), *pipeline_cost.rules_for(scenario)],
+    with ScriptedLLMServer([Rule(when=log_like_llama_cpp, reply="unused"), *rules_for(scenario)],
                            supports_json_schema=False) as server:
         write_cost.main(["--base-url", server.base_url, "--model", "scripted", "--server-log", str(log_path),
                          "--sizes", "100", "--scenarios", "1", "--out", str(out)])
@@ -308,11 +218,26 @@ def test_embedder_load_short_form_reports_the_timings_of_its_own_run(tmp_path: P
     assert f"python -m bench.embedder_load --quick --out {out}" in markdown and result["command"] in markdown
     assert result["competitors"] == os.cpu_count() and result["rounds"] == embedder_load.QUICK_ROUNDS
     variants = {v["key"]: v for v in result["variants"]}
-    assert list(variants) == list(embedder_load.QUICK_VARIANTS)
-    # before: torch's own count, as LocalEmbedder ran before it had a setting; after: the library's default
-    assert variants["before"]["threads"] == variants["before"]["torch_default_threads"] == os.cpu_count()
-    assert variants["after"]["threads"] == 1
-    assert variants["passive"]["env"] == {"OMP_WAIT_POLICY": "PASSIVE"}
+    with_torch = embedder_load.sentence_transformers_installed()
+    # without the [sentence-transformers] extra (CI), its settings are left out and the report says so
+    assert list(variants) == [key for key in embedder_load.QUICK_VARIANTS if with_torch or key != "before"]
+    assert (embedder_load.NOT_INSTALLED in markdown) != with_torch
+    # after: the library's default, one thread; the diagnostic: BLAS's own count, a thread per core
+    assert variants["after"]["threads"] == 1 and variants["after"]["backend"] == embedder_load.NATIVE
+    assert variants["blas-default"]["threads"] == variants["blas-default"]["default_threads"] == os.cpu_count()
+
+    loading = {row["setting"]: row for row in table(markdown, "## Loading, memory and throughput")}
+    assert set(loading) == {v["label"] for v in variants.values()}
+    for key, variant in variants.items():
+        row = loading[variant["label"]]
+        assert row["load model + first vector s"] == embedder_load.seconds(variant["first_vector_s"])
+        assert row["process start to first vector s"] == embedder_load.seconds(variant["process_to_first_vector_s"])
+        assert variant["process_to_first_vector_s"] > variant["package_import_s"] + variant["first_vector_s"]
+        assert row["RSS after first vector MB"] == f"{variant['rss_mb']:,.0f}" and variant["rss_mb"] > 50
+        walls = result["throughput"]["wall_ms"][key]
+        assert len(walls) == embedder_load.QUICK_THROUGHPUT_REPEATS
+        vectors_per_s = embedder_load.QUICK_THROUGHPUT_TEXTS / (statistics.median(walls) / 1000)
+        assert row["vectors/s"] == f"{vectors_per_s:,.0f}"
 
     def wall(phase: str, key: str, call: str) -> list[float]:
         samples = result["phases"][phase]["samples"][key][call]
@@ -332,16 +257,26 @@ def test_embedder_load_short_form_reports_the_timings_of_its_own_run(tmp_path: P
                 assert row[f"{column} CPU p50"] == embedder_load.ms(statistics.median(samples["cpu_ms"]))
             assert row["load/alone p50"] == embedder_load.ratio(
                 statistics.median(wall("under load", key, call)) / statistics.median(wall("alone", key, call)))
-    side = table(markdown, "## Before / after, side by side in this run")
-    assert len(side) == len(embedder_load.CALLS) * len(embedder_load.PHASES)
+    if not with_torch:
+        assert result["summary"] == {} and "Not in this run" in markdown
+        return
+    figures = result["summary"]
+    side = {row["measure"]: row for row in table(markdown, "## Before / after, side by side in this run")}
+    for role in ("before", "after"):
+        assert figures[f"first_vector_s_{role}"] == pytest.approx(
+            variants[role]["library_import_s"] + variants[role]["first_vector_s"])
+        assert side["libraries to first vector, s"][role] == embedder_load.seconds(figures[f"first_vector_s_{role}"])
+        assert side["vectors per second"][role] == f"{embedder_load.vectors_per_second(result, role):,.0f}"
+    calls = table(markdown, "### Latency, before and after")
+    assert len(calls) == len(embedder_load.CALLS) * len(embedder_load.PHASES)
     titles = {title: call for call, title in embedder_load.CALLS.items()}
-    for row in side:
+    for row in calls:
         call, phase = titles[row["call"]], row["phase"]
         before, after = (statistics.median(wall(phase, key, call)) for key in ("before", "after"))
         assert (row["before p50"], row["after p50"]) == (embedder_load.ms(before), embedder_load.ms(after))
         assert row["before/after"] == f"**{embedder_load.ratio(before / after)}**"
-        assert result["summary"][f"{call}_before_over_after_{phase.replace(' ', '_')}"] == pytest.approx(
-            before / after)
+        assert figures[f"{call}_before_over_after_{phase.replace(' ', '_')}"] == pytest.approx(before / after)
+
 
 # ---------------------------------------------------------------------------------------- embedded write
 
@@ -390,53 +325,24 @@ def test_embedded_write_short_form_computes_its_ratios_from_its_rows(tmp_path: P
     assert f"**{ratio:.2f}**" in markdown.split("## Headline", 1)[1]
 
 
-def test_prompt_order_short_form_grades_both_layouts_from_its_rows_and_resumes(tmp_path: Path) -> None:
-    out, work = tmp_path / "prompt-order.md", tmp_path / "work"
-    arguments = ["--scripted", "--pairs", "4", "--stage2-pairs", "2", "--work-dir", str(work), "--out", str(out)]
-    prompt_order.main(arguments)
-    rows = [json.loads(line) for line in (work / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
-    # 4 changed and 4 unchanged pairs at stage 1, 2 of each at stage 2, under both layouts.
-    assert len(rows) == 2 * (8 + 4)
-    by_layout = {row["layout"]: row for row in table(generated(out), "## By layout")}
-    assert list(by_layout) == ["this checkout", "0e8be5d^"]
-    for row in by_layout.values():  # the scripted server knows the labels and misses the first change
-        # the missed change ties with each of the 4 unchanged pairs: AUC (3 x 4 + 4 x 0.5) / 16
-        assert (row["stage-1 AUC"], row["changed flagged"], row["unchanged flagged"]) == ("0.875", "3/4", "0/4")
-        assert (row["stage 2: changed retired"], row["stage 2: unchanged kept"]) == ("1/2", "2/2")
-    prompt_order.main(arguments)  # everything is asked already: nothing is asked again
-    assert len((work / "rows.jsonl").read_text(encoding="utf-8").splitlines()) == len(rows)
+# ------------------------------------------------------------------------------------------ mature user
 
 
-def test_prompt_order_compares_the_prompts_of_the_other_revision() -> None:
-    here, before = prompt_order.layouts("0e8be5d^")
-    pair = prompt_order.load_pairs(1)[0]
-    new = here.stage1(pair.earlier, prompt_order.EARLIER_DAY, pair.later, prompt_order.LATER_DAY)[-1]["content"]
-    old = before.stage1(pair.earlier, prompt_order.EARLIER_DAY, pair.later, prompt_order.LATER_DAY)[-1]["content"]
-    assert new.startswith("Could the newer note") and old.startswith("Older note")
-    assert sorted(new.splitlines()) == sorted(old.splitlines())  # the same words, in another order
-
-
-def test_screen_recall_short_form_grades_each_screen_by_the_labels_and_resumes(tmp_path: Path) -> None:
-    out, work = tmp_path / "screen-recall.md", tmp_path / "work"
-    arguments = ["--scripted", "--pairs", "6", "--work-dir", str(work), "--out", str(out)]
-    screen_recall.main(arguments)
-    markdown = generated(out)
-    rows = {row["screen (pairs)"]: row for row in table(markdown, "## Screens")}
-    assert len(rows) == 2  # 6 pairs, 3 newer facts a screen
-    # the double misses newer fact A's pair and lists a timeless fact for it instead, in every screen
-    assert all(row["found"] == "2/3" and row["false listings"] == "1" for row in rows.values())
-    summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
-    # 3 newer facts against 3 + 3 x 3 older ones: 36 slots a screen, 3 of them right
-    assert (summary["found"], summary["pairs"], summary["false_listings"]) == (4, 6, 2)
-    assert (summary["recall"], summary["false_listing_slots"]) == (0.667, 2 * (36 - 3))
-    asked = (work / "rows.jsonl").read_text(encoding="utf-8")
-    screen_recall.main(arguments)  # everything is asked already: nothing is asked again
-    assert (work / "rows.jsonl").read_text(encoding="utf-8") == asked
-
-
-def test_a_screen_hides_no_label_and_shows_each_changed_pair_once() -> None:
-    for screening in screen_recall.screenings(12, 3, 3, seed=7):
-        ended = [older for _, older in screening.newer]
-        shown = [fact.id for fact in screening.older]
-        assert sorted(set(shown)) == sorted(shown) and all(shown.count(older) == 1 for older in ended)
-        assert len(shown) == 3 + 3 * 3
+def test_mature_users_follow_the_attribute_vocabulary_and_retire_one_valued_facts_only() -> None:
+    """The background users of bench.write_cost (and of STALE on a mature user): each topic is an attribute of the
+    library's vocabulary with its domain and cardinality (written out in bench/mature_user.py so that --compare can
+    build them for older libraries), and a new value retires the current one on one-valued attributes only."""
+    table = AttributeTable()
+    for topic in TOPICS:
+        attribute = table.attributes[topic.name]
+        assert (topic.domain, topic.exclusive) == (attribute.domain, attribute.one_valued), topic.name
+    export = mature_export("mature", 1000, lambda texts: [[1.0, 0.0] for _ in texts])
+    facts = {f.id: f for f in export.facts}
+    assert len(facts) == 1000 and len({f.text for f in facts.values()}) == 1000
+    assert 50 <= len(export.replacements) <= 150  # about one fact in ten
+    for replacement in export.replacements:
+        old, new = facts[replacement.old_fact_id], facts[replacement.new_fact_id]
+        assert old.topic == new.topic and table.attributes[old.topic].one_valued
+        assert old.status is FactStatus.RETIRED and old.valid_to == new.valid_from
+    current = [f.topic for f in facts.values() if f.status is FactStatus.CURRENT]
+    assert all(current.count(name) <= 1 for name in {t.name for t in TOPICS if t.exclusive})

@@ -99,9 +99,10 @@ def test_quick_run_scores_the_oracle_high_and_writes_the_report(tmp_path: Path) 
         assert result.linkage is not None
         assert (result.linkage.category, result.linkage.source) == ("retired_by_new_session", "statement")
         assert result.usage["ingest"]["extraction"].calls == result.sessions  # one extraction per conversation
-        assert result.usage["ingest"]["stage2"].calls >= 1
-        [change] = [c for c in result.checks if c.changed]  # the scenario's own pair, as stage 1 scored it
-        assert change.retired and change.stage == "stage2" and change.still_true_probability == pytest.approx(0.05)
+        assert result.usage["ingest"]["value_change"].calls == 1  # the implied new value, judged once
+        [change] = [c for c in result.checks if c.changed]  # the scenario's own pair, as the judging call decided it
+        assert change.retired and change.stage == "judged" and change.still_true_probability is None
+        assert change.reason == next(s.explanation for s in SCENARIOS if s.uid == result.uid)
         context = result.probes["keeps_new"].context  # what the answer was told, kept for reading failures
         assert context is not None and context.startswith(NOW_HEADING) and PAST_HEADING in context
     for system in ("full-history", "naive-rag"):
@@ -176,7 +177,7 @@ def test_judge_free_run_makes_no_judge_call_and_the_report_says_so(
 def test_judge_free_summary_counts_errors_as_failures_and_leaves_baselines_without_graph_fields() -> None:
     def result(uid: str, status: str, dim1: str = "", keeps: str = "", link: Linkage | None = None) -> ScenarioResult:
         probes = {"dim1": ProbeResult(question="q", answer=dim1), "keeps_new": ProbeResult(question="q", answer=keeps)}
-        return ScenarioResult(uid=uid, type="T1", system="memory", status=status,  # type: ignore[arg-type]
+        return ScenarioResult(uid=uid, type="T1", system="memory", status=status,
                               user_id="u", sessions=4, user_turns=5, probes=probes if status == "ok" else {},
                               linkage=link)
 
@@ -198,7 +199,7 @@ def test_judge_free_summary_counts_errors_as_failures_and_leaves_baselines_witho
 
 def test_seconds_per_scenario_leaves_out_scenarios_whose_time_was_not_recorded() -> None:
     def result(uid: str, status: str, seconds: dict[str, float]) -> ScenarioResult:
-        return ScenarioResult(uid=uid, type="T1", system="graphiti", status=status,  # type: ignore[arg-type]
+        return ScenarioResult(uid=uid, type="T1", system="graphiti", status=status,
                               user_id="u", sessions=4, user_turns=5, seconds=seconds)
 
     timed = summary([result("a", "ok", {"ingest": 30.0, "answer": 10.0}), result("b", "error", {"ingest": 20.0}),

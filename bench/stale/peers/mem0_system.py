@@ -47,7 +47,7 @@ from bench.stale.records import Probed, add_usage, combined
 from bench.stale.systems import PeerSettings, Resources, SystemFailure
 from lastknown_graph.config import load_settings
 from lastknown_graph.domain.reports import UsageCounts
-from lastknown_graph.embedders.local import bundled_minilm_path
+from lastknown_graph.embedders import bundled_minilm_path
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import usage_report
 

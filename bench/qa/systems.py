@@ -1,0 +1,46 @@
+"""The systems compared on everyday questions: the STALE harness's (``bench/stale/systems.py``) and one more.
+
+- ``memory``, ``naive-rag``, ``full-history`` and ``mem0`` are the STALE harness's systems, made by its
+  ``make_system``, with this benchmark's settings (``--rag-k``, ``--history-max-chars``);
+- ``no-memory`` (here) keeps the last session's user turns only: the floor, what an assistant knows with nothing
+  kept between conversations but the one the question closes.
+
+A memory written once is saved, so that a resumed run asks the remaining questions of the same memory instead of
+writing it again (ten writes of a small local model take half an hour).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from bench.stale.baselines import FullHistory
+from bench.stale.dataset import Session
+from bench.stale.peers import MEM0
+from bench.stale.systems import FULL_HISTORY, MEMORY, NAIVE_RAG, MemorySystem, Resources, System, make_system
+from lastknown_graph.memory import Memory
+
+NO_MEMORY: Final = "no-memory"
+SYSTEMS: Final = (MEMORY, NAIVE_RAG, FULL_HISTORY, NO_MEMORY, MEM0)
+SPREAD_SYSTEMS: Final = (MEMORY, NAIVE_RAG)  # answers vary from run to run; --runs applies to these
+
+
+@dataclass
+class LastSessionOnly(FullHistory):
+    """The full-history prompt over the last session's turns only."""
+
+    name: str = NO_MEMORY
+
+    def ingest(self, session: Session) -> None:
+        self._lines.clear()  # each session replaces the one before: nothing is kept between conversations
+        super().ingest(session)
+
+
+def start_system(name: str, resources: Resources, user_id: str, saved: Path | None) -> System:
+    """A fresh system for one (user, run); the memory read from ``saved`` when a previous run wrote it."""
+    if name == NO_MEMORY:
+        return LastSessionOnly(resources.llm, resources.history_max_chars, resources.answer_max_tokens)
+    if name == MEMORY and saved is not None and saved.exists():
+        return MemorySystem(Memory.load(saved, resources.llm, resources.embedder), resources.answer_max_tokens)
+    return make_system(name, resources, user_id)
