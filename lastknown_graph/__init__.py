@@ -2,6 +2,7 @@
 
 from lastknown_graph.async_memory import AsyncMemory
 from lastknown_graph.background import BackgroundWriter, PendingWrite, WriteFailure
+from lastknown_graph.domain.attributes import Attribute, AttributeTable, Cardinality
 from lastknown_graph.domain.models import (
     Fact,
     FactKind,
@@ -19,7 +20,13 @@ from lastknown_graph.domain.models import (
 )
 from lastknown_graph.domain.reports import JobState, JobStatus, UserDeletion
 from lastknown_graph.domain.volatility import VolatilityPriors
-from lastknown_graph.embedders import APIEmbedder, Embedder, EmbedderError, LocalEmbedder
+from lastknown_graph.embedders import (
+    APIEmbedder,
+    Embedder,
+    EmbedderError,
+    LocalEmbedder,
+    SentenceTransformerEmbedder,
+)
 from lastknown_graph.errors import (
     CorruptStoreFileError,
     ForeignJournalError,
@@ -53,7 +60,10 @@ __all__ = [
     "LLM",
     "APIEmbedder",
     "AsyncMemory",
+    "Attribute",
+    "AttributeTable",
     "BackgroundWriter",
+    "Cardinality",
     "CorruptStoreFileError",
     "EmbeddedStore",
     "Embedder",
@@ -82,6 +92,7 @@ __all__ = [
     "ReviewVerdict",
     "SchemaMismatchError",
     "ScoredFact",
+    "SentenceTransformerEmbedder",
     "SessionConflictError",
     "SessionWrite",
     "SpoolError",

@@ -21,9 +21,9 @@ DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 DEFAULT_NEO4J_USER = "neo4j"
 # Keyless local servers (llama.cpp, vLLM, Ollama) accept any key; the OpenAI client insists on one.
 KEYLESS_API_KEY = "not-needed"
-# torch threads of the local embedder while it encodes: one, because torch's default (a thread per core) spins between
-# operations and was 1.5-16x slower per query once other processes used the cores, 1.4x faster on idle ones
-# (bench/results/embedder-load.md).
+# The local embedder's threads while it encodes (BLAS's; torch's through sentence-transformers): one, because a
+# thread per core spins while it waits: on 2 shared cores a query took 18x longer with BLAS's default count and
+# 1.5-16x longer with torch's (bench/results/embedder-load.md).
 DEFAULT_EMBED_THREADS = 1
 
 
@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     embedder: Literal["local", "api"] = "local"
     embed_model: str | None = None
     embed_base_url: str | None = None
-    # torch's intra-op threads while LocalEmbedder encodes (see LocalEmbedder).
+    # BLAS's threads while LocalEmbedder encodes (torch's, through sentence-transformers; see LocalEmbedder).
     embed_threads: int = Field(default=DEFAULT_EMBED_THREADS, ge=1)
 
     # The store: Neo4j when a URI is set, else the embedded store's file.

@@ -30,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def embedder() -> LocalEmbedder:
-    """The real bundled all-MiniLM-L6-v2, loaded once per test session (loading torch takes seconds)."""
+    """The real bundled all-MiniLM-L6-v2, loaded once per test session (its weights take a fraction of a second)."""
     return LocalEmbedder()
 
 

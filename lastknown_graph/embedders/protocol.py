@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from lastknown_graph.domain.models import usable_embedding
-from lastknown_graph.errors import LastknownError
+from lastknown_graph.errors import InvalidInputError, LastknownError
 
 DEFAULT_BATCH_SIZE = 64
 
@@ -36,6 +36,13 @@ def check_texts(texts: Sequence[str]) -> list[str]:
         if not isinstance(text, str) or not text.strip():
             raise ValueError("every text to embed must be a non-blank string")
     return checked
+
+
+def checked_thread_count(count: object) -> int:
+    """``count`` if it is a positive integer, else ``InvalidInputError`` (a local embedder's ``threads``)."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InvalidInputError(f"threads must be a positive integer, got {count!r}")
+    return count
 
 
 def check_vectors(vectors: list[list[float]], expected: int, source: str) -> list[list[float]]:

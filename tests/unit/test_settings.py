@@ -96,7 +96,7 @@ def test_explicit_arguments_and_settings_objects_win_over_the_environment(clean_
 
 def test_local_embedder_threads_default_to_one_and_come_from_the_argument_or_the_environment(
         clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # Nothing loads here: the model and torch load on the first embed().
+    # Nothing loads here: the model loads on the first embed().
     assert LocalEmbedder().threads == 1
     clean_env.setenv("LASTKNOWN_EMBED_THREADS", "2")
     assert LocalEmbedder().threads == 2
