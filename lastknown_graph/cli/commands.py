@@ -458,10 +458,3 @@ def run_upgrade(args: argparse.Namespace, rt: Runtime) -> int:
          f"upgraded {upgraded} facts and gave {renamed} facts their attribute in {spec.describe()}"
          if upgraded or renamed else f"{spec.describe()} is up to date")
     return EXIT_OK
-    store = rt.store()
-    if not isinstance(store, Neo4jStore):  # every store spec but embedded opens Neo4j
-        raise CLIError(f"{spec.describe()} is not a Neo4j store", EXIT_USAGE)
-    upgraded = store.upgrade(batch_size=args.batch_size)
-    emit(rt.options, {"store": spec.describe(), "upgraded_facts": upgraded},
-         f"upgraded {upgraded} facts in {spec.describe()}" if upgraded else f"{spec.describe()} is up to date")
-    return EXIT_OK

@@ -59,24 +59,24 @@ def check_identifier(value: str) -> str:
     """Accept a non-empty id of printable, visible characters in NFC, without surrounding whitespace or
     look-alike scripts mixed (Latin with Cyrillic or Greek)."""
     if not isinstance(value, str):
-        raise ValueError(f"identifier must be text, got {type(value).__name__}")
+        raise InvalidInputError(f"identifier must be text, got {type(value).__name__}")
     if not value:
-        raise ValueError("identifier is empty")
+        raise InvalidInputError("identifier is empty")
     if value != value.strip():
-        raise ValueError(f"identifier {value[:40]!r} has leading or trailing whitespace")
+        raise InvalidInputError(f"identifier {value[:40]!r} has leading or trailing whitespace")
     if len(value) > MAX_IDENTIFIER_CHARS:
-        raise ValueError(f"identifier is longer than {MAX_IDENTIFIER_CHARS} characters")
+        raise InvalidInputError(f"identifier is longer than {MAX_IDENTIFIER_CHARS} characters")
     if _has_disallowed_control(value) or any(ch in _ALLOWED_CONTROL for ch in value):
-        raise ValueError(f"identifier {value[:40]!r} contains control characters")
+        raise InvalidInputError(f"identifier {value[:40]!r} contains control characters")
     invisible = sorted({f"U+{ord(ch):04X}" for ch in value if unicodedata.category(ch) in _INVISIBLE_CATEGORIES})
     if invisible:
-        raise ValueError(f"identifier {value[:40]!r} contains invisible or direction-changing characters "
+        raise InvalidInputError(f"identifier {value[:40]!r} contains invisible or direction-changing characters "
                          f"({', '.join(invisible[:5])})")
     if unicodedata.normalize("NFC", value) != value:
-        raise ValueError(f"identifier {value[:40]!r} is not in Unicode NFC form (normalise it first)")
+        raise InvalidInputError(f"identifier {value[:40]!r} is not in Unicode NFC form (normalise it first)")
     scripts = _confusable_scripts(value)
     if len(scripts) > 1:
-        raise ValueError(f"identifier {value[:40]!r} mixes look-alike scripts ({', '.join(sorted(scripts))})")
+        raise InvalidInputError(f"identifier {value[:40]!r} mixes look-alike scripts ({', '.join(sorted(scripts))})")
     return value
 
 

@@ -135,18 +135,18 @@ def in_timeline_order(events: Iterable[TimelineEvent]) -> list[TimelineEvent]:
 
 def check_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise InvalidInputError(f"k must be a positive integer, got {k!r}")
     return k
 
 
 def check_query_embedding(embedding: Sequence[float], dimension: int | None) -> list[float]:
     vector = [float(x) for x in embedding]
     if dimension is not None and len(vector) != dimension:
-        raise ValueError(f"query embedding has {len(vector)} dimensions, the store holds {dimension}")
+        raise InvalidInputError(f"query embedding has {len(vector)} dimensions, the store holds {dimension}")
     if not vector or not all(math.isfinite(x) for x in vector):
-        raise ValueError("query embedding is empty or holds NaN/infinity")
+        raise InvalidInputError("query embedding is empty or holds NaN/infinity")
     if not any(vector):
-        raise ValueError("query embedding is all zeros: cosine similarity is undefined for it")
+        raise InvalidInputError("query embedding is all zeros: cosine similarity is undefined for it")
     return vector
 
 

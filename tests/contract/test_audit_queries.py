@@ -6,6 +6,10 @@ the teaching facts, a new moment expires the train ride and the rain attitude is
 names Phoenix; November goes vegetarian and back to studying, and the vegetarian fact is then forgotten.
 Each integrity check must return nothing on that user, and exactly the planted problem on a deliberately
 broken graph of another fresh user. Queries run in read transactions, so a query that writes fails.
+
+The scenario's topics ("location", "job") and retirement stages ("stage1", "stage2") are those of memories written
+before attributes, which the audits must go on reading; the audit of one-valued attributes runs on a memory written
+through today's pipeline.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ import neo4j
 import neo4j.time
 import pytest
 
-from lastknown_graph import MemoryReader
+from lastknown_graph import Memory, MemoryReader
+from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.domain.models import FactKind, ReviewVerdict
 from lastknown_graph.store import Neo4jStore
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from lastknown_graph.store.records import REDACTED_REASON
+from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from tests.builders import DIMENSION, SessionBuilder, near, new_user, vec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -323,6 +329,40 @@ def test_facts_per_topic_counts_statuses_and_lists_current_facts(driver: neo4j.D
         ("workplace", 1, 0, 1, 0, []),
     ]
     assert run(driver, "audit_facts_per_topic", user_id=new_user("stranger")) == []
+
+
+def moved_to_the_coast(call: ModelCall) -> object:
+    """Scripted (a test double): a town and two hobbies are stated; seagulls imply a home by the sea, judged a
+    different home than the town."""
+    if call.purpose == "extraction":
+        if "seagulls" in call.last_user_message:
+            facts = [("Lives by the sea", "home_location", True)]
+        else:
+            facts = [("Lives in Leuven", "home_location", False), ("Plays the fiddle", "hobby", False),
+                     ("Knits socks", "hobby", False)]
+        return {"facts": [{"text": text, "topic": topic, "kind": "state", "inferred": inferred, "evidence": [0]}
+                          for text, topic, inferred in facts]}
+    if call.purpose == "value_change":
+        return {"reasoning": "scripted: the sea is not Leuven", "verdict": "different"}
+    raise AssertionError(call.purpose)
+
+
+def test_one_valued_attributes_lists_a_home_left_with_two_current_values(
+    driver: neo4j.Driver, store: Neo4jStore
+) -> None:
+    """The move is judged, then rejected on review: both homes are current, which the audit points at. Two hobbies
+    are many values, as they should be."""
+    user = new_user("audit")
+    memory = Memory(ScriptedModel(moved_to_the_coast), HashedEmbedder(dimension=DIMENSION), user, store)
+    memory.write(["I live in Leuven, play the fiddle and knit socks."], date=FEB, session="s-feb")
+    memory.write(["Woke up to seagulls on the balcony."], date=SEP, session="s-sep")
+    one_valued = [a.name for a in AttributeTable().attributes.values() if a.one_valued and not a.moment]
+    assert run(driver, "audit_one_valued_attributes", user_id=user, one_valued=one_valued) == []
+    [item] = memory.review()
+    memory.review_decide(item.retirement_id, keep_old=True)
+    rows = run(driver, "audit_one_valued_attributes", user_id=user, one_valued=one_valued)
+    assert rows == [{"attribute": "home_location", "current_values": 2,
+                     "current_facts": [f"{SEP}: Lives by the sea", f"{FEB}: Lives in Leuven"]}]
 
 
 def test_retirements_per_domain_over_time_group_missing_domains_as_unassigned(

@@ -32,7 +32,8 @@ def export(store: Store, user: str) -> UserExport:
 
 
 def six_retirements(store: Store, user: str) -> dict[str, str]:
-    """One session of six facts, a later one retiring each in another way (see the comments), and a dispute."""
+    """One session of six facts, a later one retiring each in another way (see the comments), and a dispute. The
+    two retirements with stage 1's margin are as versions before attributes stored them, still read."""
     jan = SessionBuilder(user, "s-jan", date(2024, 1, 8))
     ids = {
         "near": jan.fact("Works at a bakery", "job", vec(11)),
@@ -58,7 +59,7 @@ def six_retirements(store: Store, user: str) -> dict[str, str]:
     ids["new_corrected"] = mar.fact("Never had a parrot", "pet", vec(27))
     mar.retire(ids["near"], ids["new_near"], stage="stage2", probability=0.55, bar=0.62)  # 0.07 below the bar
     mar.retire(ids["far"], ids["new_far"], stage="stage2", probability=0.1, bar=0.81)  # far below it
-    mar.retire(ids["implied"], ids["new_implied"], stage="stage2")  # no logprobs; the new fact only inferred
+    mar.retire(ids["implied"], ids["new_implied"], stage="judged")  # a model's verdict; the new fact only inferred
     mar.retire(ids["evidence"], ids["new_evidence"], stage="evidence", probability=0.2, bar=0.63)
     mar.retire(ids["volatile_evidence"], ids["new_volatile"], stage="evidence", probability=0.2, bar=0.88)
     mar.retire(ids["corrected"], ids["new_corrected"], stage="correction")  # the user said so
@@ -139,7 +140,7 @@ def test_rejecting_restores_the_old_fact_and_records_the_pair(store: Store) -> N
     assert ids["implied"] not in {e.fact_id for e in store.timeline(user) if e.kind == "retired"}
     exported = export(store, user)
     [link] = [r for r in exported.replacements if r.old_fact_id == ids["implied"]]
-    assert (link.relation, link.review, link.reviewed_at, link.stage) == ("supersedes", "rejected", moment, "stage2")
+    assert (link.relation, link.review, link.reviewed_at, link.stage) == ("supersedes", "rejected", moment, "judged")
     assert exported.integrity_problems() == []
     assert history_of(exported) == store.history(user)
 
@@ -339,68 +340,71 @@ def test_a_rejection_in_the_embedded_store_survives_reopening(tmp_path: object) 
     assert export(EmbeddedStore(path), user) == before
 
 
+LEUVEN, VISMARKT, SEASIDE = "Lives in Leuven", "Lives near the Vismarkt", "Lives by the sea"
+
+
 def seaside(call: ModelCall) -> object:
-    """A scripted responder (a test double): "I work in Leuven." is a stated job; seagulls imply living by the sea
-    (topic ``home``, or ``surroundings`` when the turn says "again"), which retires the job's town at stage 2; the
-    two seaside facts agree."""
+    """A scripted responder (a test double): "I live in Leuven, near the Vismarkt." states a home and its
+    neighbourhood; seagulls imply living by the sea (as the home, or as the neighbourhood when the turn says
+    "again"). Every value judged is a different one, and a move ends every fact that depends on the home."""
     if call.purpose == "extraction":
         if "Leuven" in call.last_user_message:
-            fact = {"text": "Works in Leuven", "topic": "workplace", "inferred": False}
+            facts = [{"text": LEUVEN, "topic": "home_location", "inferred": False},
+                     {"text": VISMARKT, "topic": "neighbourhood", "inferred": False}]
         else:
-            topic = "surroundings" if "again" in call.last_user_message else "home"
-            fact = {"text": "Lives by the sea", "topic": topic, "inferred": True}
-        return {"facts": [fact | {"kind": "state", "evidence": [0]}]}
-    about_leuven = "Leuven" in " ".join(str(m.get("content", "")) for m in call.messages)
-    if call.purpose == "stage1":
-        return 0.5 if about_leuven else 0.0  # P(outdated): Leuven is flagged (P(still true) 0.5), the sea is not
-    if call.purpose == "stage2":
-        return {"reasoning": "a seaside home is far from Leuven", "verdict": "no_longer_true"}
+            topic = "neighbourhood" if "again" in call.last_user_message else "home_location"
+            facts = [{"text": SEASIDE, "topic": topic, "inferred": True}]
+        return {"facts": [fact | {"kind": "state", "evidence": [0]} for fact in facts]}
+    if call.purpose == "value_change":
+        return {"reasoning": "a seaside home is far from Leuven", "verdict": "different"}
+    if call.purpose == "dependants":
+        listed = call.last_user_message.split("Facts:\n", 1)[1].split("\nWhich of", 1)[0].splitlines()
+        return {"reasoning": "the Vismarkt is in Leuven", "no_longer_true": list(range(1, len(listed) + 1))}
     raise AssertionError(call.purpose)
 
 
 def test_a_rejected_pair_is_never_retired_again_by_a_later_session(store: Store) -> None:
     embedder = HashedEmbedder(dimension=DIMENSION)
     rejecting = Memory(ScriptedModel(seaside), embedder, new_user("review"), store)
-    rejecting.write(["I work in Leuven."], date="2024-01-08", session="s1")
+    rejecting.write(["I live in Leuven, near the Vismarkt."], date="2024-01-08", session="s1")
     second = rejecting.write(["Woke up to seagulls on the balcony."], date="2024-02-08", session="s2")
-    [retired] = second.retired
-    [item] = rejecting.review()
-    assert (item.retirement_id, item.doubts) == (retired.old_fact_id, (ReviewReason.INFERRED_ONLY,))
-    assert [m.text for m in item.evidence] == ["Woke up to seagulls on the balcony."]
-    rejecting.review_decide(item.retirement_id, keep_old=True)
+    # The implied home is judged against Leuven; the move then ends the neighbourhood, which depends on the home.
+    assert sorted((r.old_text, r.stage) for r in second.retired) == [(LEUVEN, "judged"), (VISMARKT, "dependent")]
+    queue = {item.old.text: item for item in rejecting.review()}
+    assert {text: item.doubts for text, item in queue.items()} == {
+        LEUVEN: (ReviewReason.INFERRED_ONLY,), VISMARKT: (ReviewReason.INFERRED_ONLY,)}
+    assert [m.text for m in queue[VISMARKT].evidence] == ["Woke up to seagulls on the balcony."]
+    rejecting.review_decide(queue[LEUVEN].retirement_id, keep_old=False)
+    rejecting.review_decide(queue[VISMARKT].retirement_id, keep_old=True)
     model = ScriptedModel(seaside)
     later = Memory(model, embedder, rejecting.user, store)
-    # The same words under another topic: not a repetition, so the fact is added and checked against Leuven again.
+    # The same words as the neighbourhood: not a repetition of the home by the sea, so the fact is added on the
+    # neighbourhood, where the Vismarkt is; the rejected pair is kept without asking.
     third = later.write(["Woke up to seagulls again."], date="2024-03-08", session="s3")
     assert third.retired == ()
-    assert sorted((k.text, k.stage) for k in third.kept) == [("Lives by the sea", "stage1"),
-                                                             ("Works in Leuven", "reviewed")]
-    # The pair was not asked again; the one stage-1 call compared the two seaside facts.
-    assert [c for c in model.calls_for("stage1") if "Leuven" in str(c.messages)] == []
-    assert model.calls_for("stage2") == []
-    assert sorted(f.text for f in later.current()) == ["Lives by the sea", "Lives by the sea", "Works in Leuven"]
+    assert [(k.text, k.stage) for k in third.kept] == [(VISMARKT, "reviewed")]
+    assert [call.purpose for call in model.calls] == ["extraction"]
+    assert sorted(f.text for f in later.current()) == [SEASIDE, SEASIDE, VISMARKT]
     assert later.review() == []
 
-    # The same third session without the rejection retires Leuven: the rejection, not the script, kept it.
+    # The same third session without the rejection retires the Vismarkt: the rejection, not the script, kept it.
     control = Memory(ScriptedModel(seaside), embedder, new_user("review"), store)
-    control.write(["I work in Leuven."], date="2024-01-08", session="s1")
+    control.write(["I live in Leuven, near the Vismarkt."], date="2024-01-08", session="s1")
     report = control.write(["Woke up to seagulls again."], date="2024-03-08", session="s3")
-    assert [r.old_text for r in report.retired] == ["Works in Leuven"]
+    assert [(r.old_text, r.stage) for r in report.retired] == [(VISMARKT, "judged")]
 
 
-def test_a_write_stores_the_probability_and_the_bar_it_was_judged_with(store: Store) -> None:
-    memory = Memory(ScriptedModel(seaside), HashedEmbedder(dimension=DIMENSION), new_user("review"), store)
-    memory.write(["I work in Leuven."], date="2024-01-08", session="s1")
+@pytest.mark.parametrize("logprobs", [True, False], ids=["logprobs", "no-logprobs"])
+def test_a_write_stores_its_route_as_the_stage_and_no_margin(store: Store, logprobs: bool) -> None:
+    """A retirement is decided by a route, not by a probability against a bar: none is stored, whatever the model
+    offers (the margin fields stay for retirements written before attributes)."""
+    memory = Memory(ScriptedModel(seaside, logprobs=logprobs), HashedEmbedder(dimension=DIMENSION),
+                    new_user("review"), store)
+    memory.write(["I live in Leuven, near the Vismarkt."], date="2024-01-08", session="s1")
     memory.write(["Woke up to seagulls on the balcony."], date="2024-02-08", session="s2")
-    [link] = memory.export().replacements
-    # The workplace has no domain in this script: the unknown domain's bar, 0.6 + 0.35 * 0.5.
-    assert (link.still_true_probability, link.flag_bar) == (0.5, pytest.approx(0.775))
-    no_logprobs = Memory(ScriptedModel(seaside, logprobs=False), HashedEmbedder(dimension=DIMENSION),
-                         new_user("review"), store)
-    no_logprobs.write(["I work in Leuven."], date="2024-01-08", session="s1")
-    no_logprobs.write(["Woke up to seagulls on the balcony."], date="2024-02-08", session="s2")
-    [unmeasured] = no_logprobs.export().replacements
-    assert (unmeasured.still_true_probability, unmeasured.flag_bar) == (None, None)
+    links = memory.export().replacements
+    assert sorted((link.stage, link.still_true_probability, link.flag_bar) for link in links) == [
+        ("dependent", None, None), ("judged", None, None)]
 
 
 def test_the_timeline_carries_reviews_and_a_rejected_retirement_is_no_retirement(store: Store) -> None:
@@ -418,7 +422,7 @@ def test_the_timeline_carries_reviews_and_a_rejected_retirement_is_no_retirement
         TimelineEventKind.RETIREMENT_REJECTED, ReviewVerdict.REJECTED, rejected_at)
     # The rejected event keeps what the retirement said: its date, session, cause, stage and reason.
     assert (rejected.at, rejected.session_id, rejected.cause_fact_id, rejected.stage) == (
-        date(2024, 3, 9), "s-mar", ids["new_implied"], "stage2")
+        date(2024, 3, 9), "s-mar", ids["new_implied"], "judged")
     assert (unreviewed.kind, unreviewed.review, unreviewed.reviewed_at) == (TimelineEventKind.RETIRED, None, None)
     # Nothing else about the rejected fact reads as an end: it was added, and its retirement was rejected.
     assert [e.kind for e in events if e.fact_id == ids["implied"]] == [

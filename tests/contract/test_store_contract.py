@@ -294,14 +294,16 @@ def test_user_ids_with_quotes_and_cypher_are_plain_data(store: Store) -> None:
 
 
 @pytest.mark.parametrize("bad", ["", " padded ", "a\x00b", "line\nbreak", "x" * 201])
-def test_bad_user_ids_are_rejected_before_touching_the_store(store: Store, bad: str) -> None:
+def test_bad_user_ids_are_rejected_before_touching_the_store(
+    request: pytest.FixtureRequest, store: Store, bad: str
+) -> None:
     with pytest.raises(ValueError):
         store.current_facts(bad)
     with pytest.raises(ValidationError):
         SessionBuilder(bad, "s-1", date(2024, 1, 1)).build()
 
 
-def test_bad_k_and_query_vectors_are_rejected(store: Store) -> None:
+def test_bad_k_and_query_vectors_are_rejected(request: pytest.FixtureRequest, store: Store) -> None:
     user = new_user()
     with pytest.raises(ValueError):
         store.similar_facts(user, vec(1), k=0)
@@ -427,7 +429,9 @@ def test_conflict_candidates_are_the_nearest_and_latest_on_topic_current_facts(s
     assert store.conflict_candidates(new_user("nobody"), probes[:1]) == [ProbeCandidates()]
 
 
-def test_conflict_candidates_refuse_a_probe_of_the_wrong_dimension(store: Store) -> None:
+def test_conflict_candidates_refuse_a_probe_of_the_wrong_dimension(
+    request: pytest.FixtureRequest, store: Store
+) -> None:
     user = new_user()
     portland_then_phoenix(store, user)
     with pytest.raises(ValueError, match="dimensions"):

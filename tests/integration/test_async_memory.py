@@ -29,14 +29,11 @@ def city_of(call: ModelCall) -> str:
 
 
 def moves(call: ModelCall) -> object:
-    """Scripted: each conversation says one city; a later city retires an earlier one; no premise is assumed."""
+    """Scripted: each conversation states one city, which retires an earlier one by the attribute's rule (one home at
+    a time, no judging call); no premise is assumed."""
     if call.purpose == "extraction":
-        return {"facts": [{"text": f"Lives in {city_of(call)}", "topic": "location", "kind": "state",
+        return {"facts": [{"text": f"Lives in {city_of(call)}", "topic": "home_location", "kind": "state",
                            "inferred": False, "evidence": [0]}]}
-    if call.purpose == "stage1":
-        return 0.9
-    if call.purpose == "stage2":
-        return {"reasoning": "one home at a time", "verdict": "no_longer_true"}
     if call.purpose == "premise":
         return 0.1
     return "ok"

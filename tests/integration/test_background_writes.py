@@ -115,9 +115,15 @@ def down(call: ModelCall) -> object:
 
 
 def garbled(call: ModelCall) -> object:
-    if call.purpose == "stage1":  # the extraction went through: the failure is in the middle of the write
-        raise LLMOutputError("no answer could be read as a probability", output="???")
-    return lives_in(call)
+    """The extraction goes through and gives the new city as implied, so it is judged against the old one; that
+    answer cannot be read: the failure is in the middle of the write."""
+    if call.purpose == "value_change":
+        raise LLMOutputError("no answer could be read as a verdict", output="???")
+    answer = lives_in(call)
+    if call.purpose == "extraction":
+        assert isinstance(answer, dict)
+        return {"facts": [{**fact, "inferred": True} for fact in answer["facts"]]}
+    return answer
 
 
 @pytest.mark.parametrize(("respond", "kept"), [(down, True), (garbled, False)], ids=["passing", "for-good"])

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from tests.cli_env import scripted_model_env
 from tests.store_files import store_files
 
@@ -49,13 +49,13 @@ def fact(text: str, topic: str, kind: str = "state", inferred: bool = False, evi
 def rules() -> list[Rule]:
     return [
         Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
-            fact("Lives in Portland", "location"),
-            fact("Does not mind the rain", "weather_attitude"),
+            fact("Lives in Portland", "home_location"),
+            fact("Does not mind the rain", "like"),
             fact("Is on the train to work", "current_activity", kind="moment", evidence=1),
-            fact("Works at a bakery", "job", evidence=2),
+            fact("Works at a bakery", "job_title", evidence=2),
         ]})),
         Rule(purpose="extraction", contains="bark scorpion", reply=Reply.json({"facts": [
-            fact("Lives in a hot desert region", "location", inferred=True),
+            fact("Lives in a hot desert region", "home_location", inferred=True),
             fact("Is making coffee before work", "current_activity", kind="moment", evidence=1),
         ]})),
         Rule(purpose="extraction", contains="allergic to peanuts", reply=Reply.json({"facts": [
@@ -64,12 +64,12 @@ def rules() -> list[Rule]:
         Rule(purpose="extraction", contains="play the cello", reply=Reply.json({"facts": [
             fact("Plays the cello", "hobby"),
         ]})),
-        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.1)),
-        Rule(purpose="stage1", reply=still_true(0.97)),
-        Rule(purpose="stage2", contains=["Lives in Portland", "desert"], reply=Reply.json({
+        # The desert is only implied: judged against Portland, and scripted to be a different home.
+        Rule(purpose="value_change", contains=["Lives in Portland", "desert"], reply=Reply.json({
             "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
-            "verdict": "no_longer_true"})),
-        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold at once.", "verdict": "still_true"})),
+            "verdict": "different"})),
+        Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing listed depends on it.",
+                                                      "no_longer_true": []})),
         Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", reply="(scripted answer)"),
@@ -439,14 +439,15 @@ def test_find_filters_by_status_kind_topic_and_period(
 
     assert found("--status", "retired", "--status", "expired") == {"Lives in Portland", "Is on the train to work"}
     assert found("--kind", "moment") == {"Is on the train to work", "Is making coffee before work"}
-    assert found("--topic", "location", "--status", "current") == {"Lives in a hot desert region"}
+    assert found("--topic", "home_location", "--status", "current") == {"Lives in a hot desert region"}
     # Portland and the train ended on September 3: a period from that day on leaves them out.
     assert found("--valid-between", "2024-09-03", "2024-12-31") == {
         "Does not mind the rain", "Works at a bakery", "Lives in a hot desert region", "Is making coffee before work"}
-    assert found("--domain", "unassigned", "--topic", "job") == {"Works at a bakery"}
-    filters = ok(run(model_env, "find", "x", "--topic", "job", "--valid-between", "2024-01-01", "2024-02-10",
+    # The domain follows from the attribute: a job title is professional context.
+    assert found("--domain", "professional_context", "--topic", "job_title") == {"Works at a bakery"}
+    filters = ok(run(model_env, "find", "x", "--topic", "job_title", "--valid-between", "2024-01-01", "2024-02-10",
                      "--store", embedded(path), "--user", user, "--json")).json()["filters"]
-    assert filters == {"topic": ["job"], "valid_between": ["2024-01-01", "2024-02-10"]}
+    assert filters == {"topic": ["job_title"], "valid_between": ["2024-01-01", "2024-02-10"]}
     # Refused before the embedder is loaded (it cannot be here: that would be exit code 5).
     for bad in (["--status", "curent"], ["--kind", "event"], ["--valid-between", "2024-06-01", "2024-01-01"],
                 ["--domain", "Location"], ["-k", "0"]):
@@ -810,7 +811,8 @@ def test_upgrade_adds_embedding_bytes_to_older_neo4j_facts(
         [row] = driver.execute_query(owned, user=user).records
     assert upgraded["upgraded_facts"] >= row["facts"] == row["with_bytes"] == 1
     assert "is up to date" in ok(run(model_env, "upgrade", "--store", neo4j_uri)).out
-    assert "needs no upgrade" in ok(run(model_env, "upgrade", "--store", embedded(tmp_path / "m.json"))).out
+    # The embedded store keeps float32 bytes already; its upgrade only gives legacy topics their attribute.
+    assert "is up to date" in ok(run(model_env, "upgrade", "--store", embedded(tmp_path / "m.json"))).out
     assert run(model_env, "upgrade", "--store", neo4j_uri, "--batch-size", "0").code == 3
 
 

@@ -27,7 +27,7 @@ from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
-from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from tests.builders import DIMENSION, SessionBuilder, new_user, vec
 
 START = date(2024, 1, 1)
@@ -211,16 +211,15 @@ def test_processes_racing_on_one_users_fact_in_one_file_form_a_single_chain(tmp_
 
 
 def moving_rules() -> list[Rule]:
-    """Each conversation names a city; the scripted model says a new city replaces the old one."""
+    """Each conversation names a city, a stated new home: it replaces the old one by the attribute's rule (no
+    judging call)."""
     rules: list[Rule] = []
     for n in range(8):
         city = f"City{n}"
         rules.append(Rule(purpose="extraction", contains=f"moved to {city}", reply=Reply.json({"facts": [
-            {"text": f"Lives in {city}", "topic": "location", "kind": "state", "inferred": False,
+            {"text": f"Lives in {city}", "topic": "home_location", "kind": "state", "inferred": False,
              "evidence": [0]}]})))
     rules += [
-        Rule(purpose="stage1", reply=still_true(0.05)),
-        Rule(purpose="stage2", reply=Reply.json({"reasoning": "A new city.", "verdict": "no_longer_true"})),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", reply="(scripted answer)"),
     ]
@@ -252,7 +251,7 @@ def test_concurrent_memory_writes_for_one_user_keep_one_current_city(
             reader = memory()
             try:
                 for _ in range(10):
-                    cities = [f.text for f in reader.current() if f.topic == "location"]
+                    cities = [f.text for f in reader.current() if f.topic == "home_location"]
                     assert len(cities) <= 1, f"a reader saw {len(cities)} current cities: {cities}"
                     reader.context()
                     reader.find("where does the user live", k=3)
@@ -267,7 +266,7 @@ def test_concurrent_memory_writes_for_one_user_keep_one_current_city(
     assert read_errors == []
     export = store.export_user(user)
     assert {s.id for s in export.sessions} == {f"s-{n}" for n in range(5)}
-    assert_one_chain(export, "location", 5, forks_allowed=dates == "spread")
+    assert_one_chain(export, "home_location", 5, forks_allowed=dates == "spread")
     if dates == "spread":
         assert [f.text for f in store.current_facts(user)] == ["Lives in City4"]
 

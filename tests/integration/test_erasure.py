@@ -23,9 +23,9 @@ from lastknown_graph.memory import Memory
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from lastknown_graph.store.vectors import to_float32_bytes
-from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from tests.builders import new_user
-from tests.integration.test_memory_pipeline import FEB, SERVERS, fact, scenario_rules
+from tests.integration.test_memory_pipeline import FEB, SERVERS, fact, naming, scenario_rules
 from tests.store_files import files_holding
 
 
@@ -35,12 +35,13 @@ def secret_rules(secret: str) -> list[Rule]:
             fact(f"Has the safe word {secret}", "safe_word"),
             fact("Keeps a diary", "hobby"),
         ]})),
+        # A new safe word says the old one is over (ended): the facts of its attribute are listed, and the scripted
+        # answer ends the old word with a reason that quotes it.
         Rule(purpose="extraction", contains="new safe word", reply=Reply.json({"facts": [
-            fact("Has the safe word bluebird", "safe_word"),
+            fact("Has the safe word bluebird", "safe_word", ended=True),
         ]})),
-        Rule(purpose="stage1", contains=[secret, "bluebird"], reply=still_true(0.02)),
-        Rule(purpose="stage2", contains=[secret, "bluebird"], reply=Reply.json({
-            "reasoning": f"The safe word {secret} was replaced by bluebird.", "verdict": "no_longer_true"})),
+        Rule(purpose="ended", contains=[secret, "bluebird"], reply=naming(
+            [f"Has the safe word {secret}"], f"The safe word {secret} was replaced by bluebird.")),
     ]
 
 
@@ -59,7 +60,9 @@ def remember_secret(embedder: LocalEmbedder, store: Store) -> tuple[Memory, str]
         memory = Memory(llm, embedder, user=new_user(), store=store)
         memory.write(FEB, date="2024-02-10", session="s-feb")
         memory.write([f"My safe word is {secret}, write it in my diary."], date="2024-03-01", session="s-secret")
-        memory.write(["I picked a new safe word: bluebird."], date="2024-04-01", session="s-new")
+        replaced = memory.write(["I picked a new safe word: bluebird."], date="2024-04-01", session="s-new")
+    assert [(r.old_text, r.stage) for r in replaced.retired] == [(f"Has the safe word {secret}", "ended")]
+    assert secret in replaced.retired[0].reason
     return memory, secret
 
 
@@ -142,7 +145,7 @@ def test_no_read_for_one_user_returns_another_users_data(
         reads = [
             *memory.current(), *(e.fact for e in memory.history()), *memory.as_of("2024-05-01"),
             *(s.fact for s in memory.find("where does the user live", k=20)),
-            *store.facts_on_topic(memory.user, "location"),
+            *store.facts_on_topic(memory.user, "home_location"),
         ]
         assert reads and {f.id for f in reads} <= own
         assert {e.fact_id for e in memory.timeline()} <= own

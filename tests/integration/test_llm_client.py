@@ -32,7 +32,7 @@ FAST = 0.001  # backoff in tests: retries are exercised, not waited for
 
 class Verdict(BaseModel):
     reasoning: str = Field(description="Why.")
-    verdict: str = Field(description="still_true or no_longer_true.")
+    verdict: str = Field(description="same or different.")
 
 
 class Inner(BaseModel):
@@ -46,7 +46,7 @@ class Outer(BaseModel):
     note: str | None = None
 
 
-VERDICT = {"reasoning": "Moved to Phoenix.", "verdict": "no_longer_true"}
+VERDICT = {"reasoning": "Moved to Phoenix.", "verdict": "different"}
 MESSAGES = [
     {"role": "system", "content": "You judge facts."},
     {"role": "user", "content": "Earlier: lives in Portland. Later: bark scorpions in the boot."},
@@ -120,7 +120,7 @@ def test_capabilities_are_detected_once(
 
 
 def test_detection_happens_once_across_calls_and_threads() -> None:
-    rules = [Rule(purpose="verdict", reply=Reply.json(VERDICT)), Rule(purpose="stage1", reply=Reply.yes(0.7))]
+    rules = [Rule(purpose="verdict", reply=Reply.json(VERDICT)), Rule(purpose="premise", reply=Reply.yes(0.7))]
     with ScriptedLLMServer(rules, supports_json_schema=False) as server:
         llm = make_llm(server)
         results: list[ServerCapabilities] = []
@@ -130,7 +130,7 @@ def test_detection_happens_once_across_calls_and_threads() -> None:
         for thread in threads:
             thread.join()
         llm.structured(MESSAGES, Verdict, purpose="verdict")
-        llm.yes_probability(MESSAGES, purpose="stage1")
+        llm.yes_probability(MESSAGES, purpose="premise")
         llm.structured(MESSAGES, Verdict, purpose="verdict")
         assert len(set(results)) == 1
         assert len(probes(server)) == 5
@@ -140,19 +140,19 @@ def test_detection_happens_once_across_calls_and_threads() -> None:
 def test_probes_are_metered_under_their_own_purpose(full: ScriptedLLMServer) -> None:
     full.add(Rule(reply=Reply.yes(0.6)))
     meter = UsageMeter()
-    make_llm(full).yes_probability(MESSAGES, purpose="stage1", meter=meter)
+    make_llm(full).yes_probability(MESSAGES, purpose="premise", meter=meter)
     assert meter.by_purpose()[PROBE_PURPOSE].calls == 5
-    assert meter.by_purpose()["stage1"].calls == 1
+    assert meter.by_purpose()["premise"].calls == 1
 
 
 # ----- structured output -------------------------------------------------------------------------
 
 
 def test_structured_uses_strict_json_schema_on_a_full_server(full: ScriptedLLMServer) -> None:
-    full.add(Rule(purpose="stage2", contains="scorpions", reply=Reply.json(VERDICT)))
-    result = make_llm(full).structured(MESSAGES, Verdict, purpose="stage2")
+    full.add(Rule(purpose="value_change", contains="scorpions", reply=Reply.json(VERDICT)))
+    result = make_llm(full).structured(MESSAGES, Verdict, purpose="value_change")
     assert result == Verdict(**VERDICT)
-    [request] = full.chat_requests("stage2")
+    [request] = full.chat_requests("value_change")
     response_format = request.body["response_format"]
     assert response_format["type"] == "json_schema"
     assert response_format["json_schema"]["strict"] is True
@@ -161,20 +161,21 @@ def test_structured_uses_strict_json_schema_on_a_full_server(full: ScriptedLLMSe
 
 
 def test_structured_uses_json_object_with_schema_on_a_llama_cpp_like_server() -> None:
-    with ScriptedLLMServer([Rule(purpose="stage2", reply=Reply.json(VERDICT))], supports_json_schema=False) as server:
-        result = make_llm(server).structured(MESSAGES, Verdict, purpose="stage2")
-        assert result.verdict == "no_longer_true"
-        [request] = server.chat_requests("stage2")
+    rules = [Rule(purpose="value_change", reply=Reply.json(VERDICT))]
+    with ScriptedLLMServer(rules, supports_json_schema=False) as server:
+        result = make_llm(server).structured(MESSAGES, Verdict, purpose="value_change")
+        assert result.verdict == "different"
+        [request] = server.chat_requests("value_change")
         assert request.body["response_format"]["type"] == "json_object"
         assert request.body["response_format"]["schema"]["properties"]["verdict"]["type"] == "string"
 
 
 def test_structured_describes_the_schema_in_the_prompt_on_a_bare_server() -> None:
     bare: dict[str, Any] = {"supports_json_schema": False, "supports_json_object": False, "supports_logprobs": False}
-    with ScriptedLLMServer([Rule(purpose="stage2", reply=Reply.json(VERDICT))], **bare) as server:
-        result = make_llm(server).structured(MESSAGES, Verdict, purpose="stage2")
+    with ScriptedLLMServer([Rule(purpose="value_change", reply=Reply.json(VERDICT))], **bare) as server:
+        result = make_llm(server).structured(MESSAGES, Verdict, purpose="value_change")
         assert result.reasoning == "Moved to Phoenix."
-        [request] = server.chat_requests("stage2")
+        [request] = server.chat_requests("value_change")
         assert "response_format" not in request.body
         assert len(request.messages) == len(MESSAGES)
         assert request.last_user_message.startswith(MESSAGES[1]["content"])
@@ -183,9 +184,9 @@ def test_structured_describes_the_schema_in_the_prompt_on_a_bare_server() -> Non
 
 def test_schema_instruction_becomes_a_user_turn_when_the_last_message_is_not_one() -> None:
     bare: dict[str, Any] = {"supports_json_schema": False, "supports_json_object": False}
-    with ScriptedLLMServer([Rule(purpose="stage2", reply=Reply.json(VERDICT))], **bare) as server:
-        make_llm(server).structured([{"role": "system", "content": "Judge."}], Verdict, purpose="stage2")
-        [request] = server.chat_requests("stage2")
+    with ScriptedLLMServer([Rule(purpose="value_change", reply=Reply.json(VERDICT))], **bare) as server:
+        make_llm(server).structured([{"role": "system", "content": "Judge."}], Verdict, purpose="value_change")
+        [request] = server.chat_requests("value_change")
         assert [m["role"] for m in request.messages] == ["system", "user"]
         assert "JSON schema" in request.messages[1]["content"]
 
@@ -193,47 +194,47 @@ def test_schema_instruction_becomes_a_user_turn_when_the_last_message_is_not_one
 @pytest.mark.parametrize(
     "output",
     [
-        '```json\n{"reasoning": "Moved.", "verdict": "no_longer_true"}\n```',
-        'Sure! Here is the JSON you asked for: {"reasoning": "Moved.", "verdict": "no_longer_true"}',
-        '{"reasoning": "Moved.", "verdict": "no_longer_true"}\nI hope this helps {with more braces}.',
-        '<think>Is {this} JSON? {"verdict": "still_true"}</think>{"reasoning": "Moved.", "verdict": "no_longer_true"}',
-        'Thinking {about it} first.\n{"reasoning": "Moved {a lot}.", "verdict": "no_longer_true"} done',
+        '```json\n{"reasoning": "Moved.", "verdict": "different"}\n```',
+        'Sure! Here is the JSON you asked for: {"reasoning": "Moved.", "verdict": "different"}',
+        '{"reasoning": "Moved.", "verdict": "different"}\nI hope this helps {with more braces}.',
+        '<think>Is {this} JSON? {"verdict": "same"}</think>{"reasoning": "Moved.", "verdict": "different"}',
+        'Thinking {about it} first.\n{"reasoning": "Moved {a lot}.", "verdict": "different"} done',
     ],
     ids=["fenced", "leading-chatter", "trailing-text", "think-block", "braces-in-strings"],
 )
 def test_structured_reads_json_tolerantly(full: ScriptedLLMServer, output: str) -> None:
-    full.add(Rule(purpose="stage2", reply=output))
-    result = make_llm(full).structured(MESSAGES, Verdict, purpose="stage2")
-    assert result.verdict == "no_longer_true"
+    full.add(Rule(purpose="value_change", reply=output))
+    result = make_llm(full).structured(MESSAGES, Verdict, purpose="value_change")
+    assert result.verdict == "different"
     assert result.reasoning.startswith("Moved")
-    assert len(full.chat_requests("stage2")) == 1
+    assert len(full.chat_requests("value_change")) == 1
 
 
 def test_invalid_json_then_valid_succeeds_on_a_retry(full: ScriptedLLMServer) -> None:
-    full.add(Rule(purpose="stage2", reply=["I cannot decide.", '{"verdict": "still_true"}', Reply.json(VERDICT)]))
+    full.add(Rule(purpose="value_change", reply=["I cannot decide.", '{"verdict": "same"}', Reply.json(VERDICT)]))
     meter = UsageMeter()
-    result = make_llm(full).structured(MESSAGES, Verdict, purpose="stage2", meter=meter)
+    result = make_llm(full).structured(MESSAGES, Verdict, purpose="value_change", meter=meter)
     assert result == Verdict(**VERDICT)
-    assert len(full.chat_requests("stage2")) == 3  # no JSON, then JSON missing a field, then valid
-    assert meter.by_purpose()["stage2"].calls == 3
+    assert len(full.chat_requests("value_change")) == 3  # no JSON, then JSON missing a field, then valid
+    assert meter.by_purpose()["value_change"].calls == 3
 
 
 def test_always_invalid_output_raises_llm_output_error_with_the_text(full: ScriptedLLMServer) -> None:
-    full.add(Rule(purpose="stage2", reply="The earlier fact is probably outdated."))
+    full.add(Rule(purpose="value_change", reply="The earlier fact is probably outdated."))
     with pytest.raises(LLMOutputError) as caught:
-        make_llm(full, max_retries=2).structured(MESSAGES, Verdict, purpose="stage2")
-    assert len(full.chat_requests("stage2")) == 3
+        make_llm(full, max_retries=2).structured(MESSAGES, Verdict, purpose="value_change")
+    assert len(full.chat_requests("value_change")) == 3
     assert "probably outdated" in str(caught.value)
     assert "Verdict" in str(caught.value)
     assert caught.value.output == "The earlier fact is probably outdated."
 
 
 def test_output_error_quotes_a_long_output_trimmed(full: ScriptedLLMServer) -> None:
-    full.add(Rule(purpose="stage2", reply="word " * 500))
+    full.add(Rule(purpose="value_change", reply="word " * 500))
     with pytest.raises(LLMOutputError) as caught:
-        make_llm(full, max_retries=0).structured(MESSAGES, Verdict, purpose="stage2")
+        make_llm(full, max_retries=0).structured(MESSAGES, Verdict, purpose="value_change")
     assert len(str(caught.value)) < 1000
-    assert len(full.chat_requests("stage2")) == 1
+    assert len(full.chat_requests("value_change")) == 1
 
 
 def test_truncated_output_error_names_max_tokens(full: ScriptedLLMServer) -> None:
@@ -244,12 +245,12 @@ def test_truncated_output_error_names_max_tokens(full: ScriptedLLMServer) -> Non
 
 def test_json_schema_refused_at_call_time_downgrades_and_is_remembered(full: ScriptedLLMServer) -> None:
     refusal = Reply.failure(400, "Invalid schema for response_format 'Verdict': unsupported keyword")
-    full.add(Rule(purpose="stage2", when=lambda r: r.response_format_type == "json_schema", reply=refusal))
-    full.add(Rule(purpose="stage2", reply=Reply.json(VERDICT)))
+    full.add(Rule(purpose="value_change", when=lambda r: r.response_format_type == "json_schema", reply=refusal))
+    full.add(Rule(purpose="value_change", reply=Reply.json(VERDICT)))
     llm = make_llm(full)
-    assert llm.structured(MESSAGES, Verdict, purpose="stage2").verdict == "no_longer_true"
-    assert llm.structured(MESSAGES, Verdict, purpose="stage2").verdict == "no_longer_true"
-    formats = [r.response_format_type for r in full.chat_requests("stage2")]
+    assert llm.structured(MESSAGES, Verdict, purpose="value_change").verdict == "different"
+    assert llm.structured(MESSAGES, Verdict, purpose="value_change").verdict == "different"
+    formats = [r.response_format_type for r in full.chat_requests("value_change")]
     assert formats == ["json_schema", "json_object", "json_object"]
     caps = llm.capabilities()
     assert (caps.json_schema, caps.json_object) == (False, True)
@@ -264,13 +265,13 @@ def test_json_schema_refused_at_call_time_downgrades_and_is_remembered(full: Scr
     ],
 )
 def test_other_bad_requests_raise_llm_error_at_once(full: ScriptedLLMServer, message: str) -> None:
-    full.add(Rule(purpose="stage2", reply=Reply.failure(400, message)))
+    full.add(Rule(purpose="value_change", reply=Reply.failure(400, message)))
     llm = make_llm(full)
     with pytest.raises(LLMError, match="maximum context length") as caught:
-        llm.structured(MESSAGES, Verdict, purpose="stage2")
+        llm.structured(MESSAGES, Verdict, purpose="value_change")
     assert not isinstance(caught.value, (LLMUnavailableError, LLMOutputError))
     assert full.base_url in str(caught.value)
-    [request] = full.chat_requests("stage2")
+    [request] = full.chat_requests("value_change")
     assert "max_tokens" in request.body
     assert llm.capabilities() == ServerCapabilities(json_schema=True, json_object=True, logprobs=True)
 
@@ -310,9 +311,9 @@ def test_nested_model_round_trip(full: ScriptedLLMServer) -> None:
 
 @pytest.mark.parametrize("p_yes", [0.8, 0.2, 0.0])
 def test_yes_probability_from_logprobs(full: ScriptedLLMServer, p_yes: float) -> None:
-    full.add(Rule(purpose="stage1", contains="Portland", reply=Reply.yes(p_yes)))
-    assert make_llm(full).yes_probability(MESSAGES, purpose="stage1") == pytest.approx(p_yes, abs=1e-6)
-    [request] = full.chat_requests("stage1")
+    full.add(Rule(purpose="premise", contains="Portland", reply=Reply.yes(p_yes)))
+    assert make_llm(full).yes_probability(MESSAGES, purpose="premise") == pytest.approx(p_yes, abs=1e-6)
+    [request] = full.chat_requests("premise")
     assert request.body["max_tokens"] == 1
     assert request.body["logprobs"] is True
     assert request.body["top_logprobs"] == 10
@@ -320,39 +321,39 @@ def test_yes_probability_from_logprobs(full: ScriptedLLMServer, p_yes: float) ->
 
 @pytest.mark.parametrize(("p_yes", "expected"), [(0.8, 1.0), (0.3, 0.0)])
 def test_yes_probability_from_a_short_reply_without_logprobs(p_yes: float, expected: float) -> None:
-    with ScriptedLLMServer([Rule(purpose="stage1", reply=Reply.yes(p_yes))], supports_logprobs=False) as server:
-        assert make_llm(server).yes_probability(MESSAGES, purpose="stage1") == expected
-        [request] = server.chat_requests("stage1")
+    with ScriptedLLMServer([Rule(purpose="premise", reply=Reply.yes(p_yes))], supports_logprobs=False) as server:
+        assert make_llm(server).yes_probability(MESSAGES, purpose="premise") == expected
+        [request] = server.chat_requests("premise")
         assert "logprobs" not in request.body
         assert request.body["max_tokens"] == 3
 
 
 def test_yes_probabilities_read_each_numbered_line_from_its_logprobs(full: ScriptedLLMServer) -> None:
-    full.add(Rule(purpose="stage1_list", reply=Reply.lines([0.8, 0.1, 0.55])))
-    shares = make_llm(full).yes_probabilities(MESSAGES, 3, purpose="stage1_list", max_tokens=26)
+    full.add(Rule(purpose="premise_list", reply=Reply.lines([0.8, 0.1, 0.55])))
+    shares = make_llm(full).yes_probabilities(MESSAGES, 3, purpose="premise_list", max_tokens=26)
     assert shares == pytest.approx([0.8, 0.1, 0.55], abs=1e-6)
-    [request] = full.chat_requests("stage1_list")
+    [request] = full.chat_requests("premise_list")
     assert request.body["logprobs"] is True and request.body["max_tokens"] == 26
 
 
 def test_yes_probabilities_leave_unanswered_numbers_out(full: ScriptedLLMServer) -> None:
-    full.add(Rule(purpose="stage1_list", reply=Reply.lines([0.8, 0.1])))
-    assert make_llm(full).yes_probabilities(MESSAGES, 3, purpose="stage1_list") == pytest.approx([0.8, 0.1, None])
+    full.add(Rule(purpose="premise_list", reply=Reply.lines([0.8, 0.1])))
+    assert make_llm(full).yes_probabilities(MESSAGES, 3, purpose="premise_list") == pytest.approx([0.8, 0.1, None])
 
 
 def test_yes_probabilities_without_logprobs_are_read_from_the_text() -> None:
     reply = "1: Yes\n2: No\n3: maybe"
-    with ScriptedLLMServer([Rule(purpose="stage1_list", reply=reply)], supports_logprobs=False) as server:
-        assert make_llm(server).yes_probabilities(MESSAGES, 3, purpose="stage1_list") == [1.0, 0.0, None]
-        [request] = server.chat_requests("stage1_list")
+    with ScriptedLLMServer([Rule(purpose="premise_list", reply=reply)], supports_logprobs=False) as server:
+        assert make_llm(server).yes_probabilities(MESSAGES, 3, purpose="premise_list") == [1.0, 0.0, None]
+        [request] = server.chat_requests("premise_list")
         assert "logprobs" not in request.body
 
 
 @pytest.mark.parametrize("count", [0, -1, True])
 def test_yes_probabilities_need_a_positive_count(full: ScriptedLLMServer, count: int) -> None:
     with pytest.raises(ValueError, match="count"):
-        make_llm(full).yes_probabilities(MESSAGES, count, purpose="stage1_list")
-    assert full.chat_requests("stage1_list") == []
+        make_llm(full).yes_probabilities(MESSAGES, count, purpose="premise_list")
+    assert full.chat_requests("premise_list") == []
 
 
 @pytest.mark.parametrize(
@@ -375,19 +376,19 @@ def test_unreadable_short_reply_on_a_bare_server_raises_after_retries() -> None:
 @pytest.mark.parametrize(("answer", "expected"), [("no", 0.0), ("yes", 1.0)])
 def test_unreadable_short_reply_is_asked_again_as_constrained_json(answer: str, expected: float) -> None:
     script: list[Reply | str] = ["The", "The earlier fact", Reply.json({"answer": answer})]
-    with ScriptedLLMServer([Rule(purpose="stage1", reply=script)], supports_json_schema=False) as server:
-        assert make_llm(server).yes_probability(MESSAGES, purpose="stage1") == expected
-        requests = server.chat_requests("stage1")
+    with ScriptedLLMServer([Rule(purpose="premise", reply=script)], supports_json_schema=False) as server:
+        assert make_llm(server).yes_probability(MESSAGES, purpose="premise") == expected
+        requests = server.chat_requests("premise")
         assert [r.wants_logprobs for r in requests] == [True, False, False]
         assert [r.response_format_type for r in requests] == [None, None, "json_object"]
         assert requests[2].body["response_format"]["schema"]["properties"]["answer"]["enum"] == ["yes", "no"]
 
 
 def test_yes_probability_falls_back_for_one_call_when_neither_token_appears(full: ScriptedLLMServer) -> None:
-    full.add(Rule(purpose="stage1", reply=["Hmm", "No, it changed"]))
+    full.add(Rule(purpose="premise", reply=["Hmm", "No, it changed"]))
     llm = make_llm(full)
-    assert llm.yes_probability(MESSAGES, purpose="stage1") == 0.0
-    requests = full.chat_requests("stage1")
+    assert llm.yes_probability(MESSAGES, purpose="premise") == 0.0
+    requests = full.chat_requests("premise")
     assert [r.wants_logprobs for r in requests] == [True, False]
     assert llm.capabilities().logprobs is True
 
@@ -396,10 +397,10 @@ def test_logprobs_missing_at_call_time_downgrades_and_is_remembered(full: Script
     llm = make_llm(full)
     llm.capabilities()
     full.supports_logprobs = False  # the server stops giving logprobs after detection
-    full.add(Rule(purpose="stage1", reply=Reply.yes(0.9)))
-    assert llm.yes_probability(MESSAGES, purpose="stage1") == 1.0
-    assert llm.yes_probability(MESSAGES, purpose="stage1") == 1.0
-    assert [r.wants_logprobs for r in full.chat_requests("stage1")] == [True, False, False]
+    full.add(Rule(purpose="premise", reply=Reply.yes(0.9)))
+    assert llm.yes_probability(MESSAGES, purpose="premise") == 1.0
+    assert llm.yes_probability(MESSAGES, purpose="premise") == 1.0
+    assert [r.wants_logprobs for r in full.chat_requests("premise")] == [True, False, False]
     caps = llm.capabilities()
     assert caps.logprobs is False
     assert any("without logprobs" in note for note in caps.fallbacks)
@@ -538,7 +539,7 @@ def test_refused_temperature_is_left_to_the_server() -> None:
 
 
 def test_usage_meter_counts_calls_and_tokens_per_purpose(full: ScriptedLLMServer) -> None:
-    full.add(Rule(purpose="stage2", reply=[
+    full.add(Rule(purpose="value_change", reply=[
         Reply("not json", prompt_tokens=100, completion_tokens=2),
         Reply.json(VERDICT, prompt_tokens=100, completion_tokens=20),
     ]))
@@ -546,12 +547,12 @@ def test_usage_meter_counts_calls_and_tokens_per_purpose(full: ScriptedLLMServer
     llm = make_llm(full)
     llm.capabilities()  # probes outside the meter
     meter = UsageMeter()
-    llm.structured(MESSAGES, Verdict, purpose="stage2", meter=meter)
+    llm.structured(MESSAGES, Verdict, purpose="value_change", meter=meter)
     llm.text(MESSAGES, purpose="answer", meter=meter)
     llm.text(MESSAGES, purpose="answer", meter=meter)
     assert meter.by_purpose() == {
         "answer": Usage(calls=2, prompt_tokens=100, completion_tokens=10),
-        "stage2": Usage(calls=2, prompt_tokens=200, completion_tokens=22),
+        "value_change": Usage(calls=2, prompt_tokens=200, completion_tokens=22),
     }
     assert meter.total() == Usage(calls=4, prompt_tokens=300, completion_tokens=32)
 
@@ -570,7 +571,7 @@ def test_usage_meter_is_thread_safe_and_by_purpose_is_a_copy() -> None:
 
     def record() -> None:
         for _ in range(1000):
-            meter.record("stage1", 2, 1)
+            meter.record("premise", 2, 1)
 
     threads = [threading.Thread(target=record) for _ in range(8)]
     for thread in threads:
@@ -578,8 +579,8 @@ def test_usage_meter_is_thread_safe_and_by_purpose_is_a_copy() -> None:
     for thread in threads:
         thread.join()
     assert meter.total() == Usage(calls=8000, prompt_tokens=16000, completion_tokens=8000)
-    meter.by_purpose()["stage1"].calls = 0
-    assert meter.by_purpose()["stage1"].calls == 8000
+    meter.by_purpose()["premise"].calls = 0
+    assert meter.by_purpose()["premise"].calls == 8000
 
 
 # ----- configuration from the environment --------------------------------------------------------

@@ -33,7 +33,7 @@ from lastknown_graph.mcp.service import MemoryService, UserPolicy
 from lastknown_graph.memory import Memory
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
-from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from tests.cli_env import scripted_model_env
 
 LASTKNOWN = shutil.which("lastknown") or str(Path(sys.executable).with_name("lastknown"))
@@ -58,21 +58,21 @@ def fact(text: str, topic: str, inferred: bool = False) -> dict[str, Any]:
 def rules() -> list[Rule]:
     return [
         Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
-            fact("Lives in Portland", "location"), fact("Does not mind the rain", "weather_attitude")]})),
+            fact("Lives in Portland", "home_location"), fact("Does not mind the rain", "like")]})),
         Rule(purpose="extraction", contains="bark scorpion", reply=Reply.json({"facts": [
-            fact("Lives in a hot desert region", "location", inferred=True)]})),
+            fact("Lives in a hot desert region", "home_location", inferred=True)]})),
         Rule(purpose="extraction", contains="Austin", reply=Reply.json({"facts": [
-            fact("Lives in Austin", "location")]})),
+            fact("Lives in Austin", "home_location")]})),
         Rule(purpose="extraction", contains="quartet", reply=Reply.json({"facts": [
             fact("Plays in a cello quartet", "music_group")]}, delay_s=SLOW_EXTRACTION_S)),
         Rule(purpose="extraction", contains="cello", reply=Reply.json({"facts": [fact("Plays the cello", "hobby")]},
                                                                       delay_s=SLOW_EXTRACTION_S)),
-        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.1)),
-        Rule(purpose="stage1", reply=still_true(0.97)),
-        Rule(purpose="stage2", contains=["Lives in Portland", "desert"], reply=Reply.json({
+        # The desert is only implied: judged against Portland, and scripted to be a different home.
+        Rule(purpose="value_change", contains=["Lives in Portland", "desert"], reply=Reply.json({
             "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
-            "verdict": "no_longer_true"})),
-        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold at once.", "verdict": "still_true"})),
+            "verdict": "different"})),
+        Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing listed depends on it.",
+                                                      "no_longer_true": []})),
         Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
     ]
@@ -241,13 +241,13 @@ def test_remembered_facts_reach_the_context_and_a_change_retires_the_old_one(
         assert {"Lives in Portland", "Lives in a hot desert region"} <= {h["fact"]["text"] for h in hits}
         retired = (await call(client, "find", query="where does the user live", k=3, status=["retired"]))["facts"]
         assert [h["fact"]["text"] for h in retired] == ["Lives in Portland"]
-        since_sep = (await call(client, "find", query="where does the user live", k=3, topic=["location"],
+        since_sep = (await call(client, "find", query="where does the user live", k=3, topic=["home_location"],
                                 valid_between=["2024-09-03", "2024-12-31"]))["facts"]
         assert [h["fact"]["text"] for h in since_sep] == ["Lives in a hot desert region"]
         then = (await call(client, "as_of", date="2024-05-01"))["facts"]
         assert "Lives in Portland" in {f["text"] for f in then}
         believed = await call(client, "as_of", date="2024-10-01", known_at=after_feb)  # before September's write
-        assert [f["text"] for f in believed["facts"] if f["topic"] == "location"] == ["Lives in Portland"]
+        assert [f["text"] for f in believed["facts"] if f["topic"] == "home_location"] == ["Lives in Portland"]
         assert (await call(client, "context", known_at=after_feb))["context"] == context
         again = await call(client, "remember", messages=FEB, date="2024-02-10", session="s-feb")
         assert again["status"] == "already_written"
@@ -529,7 +529,7 @@ def test_a_second_server_on_a_spool_dir_in_use_does_not_start(model_env: dict[st
 
 def lives_in_lyon(call: ModelCall) -> object:
     """Scripted (a test double): every extraction finds that the user lives in Lyon."""
-    return {"facts": [fact("Lives in Lyon", "location")]}
+    return {"facts": [fact("Lives in Lyon", "home_location")]}
 
 
 class InProcessBackend:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -21,11 +21,10 @@ from lastknown_graph.embedders import LocalEmbedder
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
-from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.prompts.extraction import EXAMPLE_ANSWER
 from lastknown_graph.store import Store
-from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule, ScriptedLLMServer
 from tests.builders import new_user
 
 FEB = [
@@ -37,28 +36,55 @@ SEP = [
     "Found another bark scorpion in my boot this morning. This dry heat drives them indoors.",
     "Making coffee before work right now.",
 ]
+# The purposes of a write's judging calls (pipeline/judgment.py): an implied or vaguer value of a one-valued
+# attribute, the facts a change may end, the facts an ending may end.
+JUDGING = ("value_change", "dependants", "ended")
 
 
-def fact(text: str, topic: str, kind: str = "state", inferred: bool = False, evidence: list[int] | None = None
-         ) -> dict[str, Any]:
-    return {"text": text, "topic": topic, "kind": kind, "inferred": inferred, "evidence": evidence or [0]}
+def fact(text: str, topic: str, kind: str = "state", inferred: bool = False, evidence: list[int] | None = None,
+         ended: bool = False) -> dict[str, Any]:
+    return {"text": text, "topic": topic, "kind": kind, "inferred": inferred, "evidence": evidence or [0],
+            "ended": ended}
+
+
+def listed_facts(request: RecordedRequest) -> list[str]:
+    """The facts a "which of these no longer hold?" request lists, in their numbered order."""
+    block = request.last_user_message.split("Facts:\n", 1)[1].split("\nWhich of", 1)[0]
+    return [line.split(". ", 1)[1] for line in block.splitlines()]
+
+
+def naming(texts: Sequence[str], reasoning: str) -> Callable[[RecordedRequest], Reply]:
+    """A scripted "which no longer hold?" answer that names, by their numbers, the listed facts among ``texts``."""
+
+    def reply(request: RecordedRequest) -> Reply:
+        numbers = [n for n, text in enumerate(listed_facts(request), start=1) if text in texts]
+        return Reply.json({"reasoning": reasoning, "no_longer_true": numbers})
+
+    return reply
+
+
+def judging_requests(server: ScriptedLLMServer) -> list[RecordedRequest]:
+    return [request for purpose in JUDGING for request in server.chat_requests(purpose)]
 
 
 def scenario_rules() -> list[Rule]:
+    """Scripted answers for FEB, SEP and the short conversations below: what each test then checks is what the
+    pipeline does with them."""
     return [
         Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
-            fact("Lives in Portland", "location"),
-            fact("Does not mind the rain", "weather_attitude"),
+            fact("Lives in Portland", "home_location"),
+            fact("Does not mind the rain", "like"),
             fact("Is on the train to work", "current_activity", kind="moment", evidence=[1]),
-            fact("Works at a bakery", "job", evidence=[2]),
+            fact("Takes the train to work", "commute", evidence=[1]),
+            fact("Works at a bakery", "job_title", evidence=[2]),
             fact("Has a dog named Rex", "pet", evidence=[0]),
         ]})),
         Rule(purpose="extraction", contains="bark scorpion", reply=Reply.json({"facts": [
-            fact("Lives in a hot desert region", "location", inferred=True),
+            fact("Lives in a hot desert region", "home_location", inferred=True),
             fact("Is making coffee before work", "current_activity", kind="moment", evidence=[1, 7]),
         ]})),
         Rule(purpose="extraction", contains="desert life", reply=Reply.json({"facts": [
-            fact("Lives in a hot desert region", "location", inferred=True),
+            fact("Lives in a hot desert region", "home_location", inferred=True),
         ]})),
         Rule(purpose="extraction", contains="still allergic", reply=Reply.json({"facts": [
             fact("Is still allergic to peanuts", "allergy"),
@@ -67,38 +93,27 @@ def scenario_rules() -> list[Rule]:
             fact("Is allergic to peanuts", "allergy"),
         ]})),
         Rule(purpose="extraction", contains="outgrew", reply=Reply.json({"facts": [
-            fact("Is no longer allergic to peanuts", "allergy"),
+            fact("Is no longer allergic to peanuts", "allergy", ended=True),
         ]})),
-        Rule(purpose="stage1", contains=["Is allergic to peanuts", "no longer allergic"], reply=still_true(0.03)),
-        Rule(purpose="stage2", contains=["Is allergic to peanuts", "no longer allergic"], reply=Reply.json({
-            "reasoning": "The user outgrew the allergy.", "verdict": "no_longer_true"})),
         Rule(purpose="extraction", contains="now work as a nurse", reply=Reply.json({"facts": [
-            fact("Works as a nurse", "job"),
+            fact("Works as a nurse", "job_title"),
         ]})),
-        # Flagged at stage 1 (below every domain's bar) but still true at stage 2: the verdict must decide.
-        Rule(purpose="stage1", contains=["Is allergic to peanuts", "Is still allergic"], reply=still_true(0.5)),
-        Rule(purpose="stage2", contains=["Is allergic to peanuts", "Is still allergic"], reply=Reply.json({
-            "reasoning": "The user says the allergy goes on.", "verdict": "still_true"})),
-        Rule(purpose="stage1", contains=["Does not mind the rain", "desert"], reply=still_true(0.3)),
-        Rule(purpose="stage2", contains=["Does not mind the rain", "desert"], reply=Reply.json({
-            "reasoning": "Living somewhere dry does not change how the user feels about rain.",
-            "verdict": "still_true"})),
-        Rule(purpose="stage1", contains=["Lives in Portland", "desert"], reply=still_true(0.1)),
-        Rule(purpose="stage1", contains=["Works at a bakery", "nurse"], reply=still_true(0.05)),
-        Rule(purpose="stage1", reply=still_true(0.97)),
-        Rule(purpose="stage2", contains=["Lives in Portland", "desert"], reply=Reply.json({
+        # The desert is only implied and names no place: judged, and scripted to be a different home.
+        Rule(purpose="value_change", contains=["Lives in Portland", "hot desert region"], reply=Reply.json({
             "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
-            "verdict": "no_longer_true"})),
-        Rule(purpose="stage2", contains=["Works at a bakery", "nurse"], reply=Reply.json({
-            "reasoning": "The user says they now work as a nurse.", "verdict": "no_longer_true"})),
-        Rule(purpose="stage2", reply=Reply.json({"reasoning": "Both can hold at once.", "verdict": "still_true"})),
+            "verdict": "different"})),
+        Rule(purpose="ended", contains="no longer allergic", reply=naming(
+            ["Is allergic to peanuts"], "The user outgrew the allergy.")),
+        # A move or a new job may end a commute; scripted to end nothing.
+        Rule(purpose="dependants", reply=Reply.json({
+            "reasoning": "A train to work can run in the new place too.", "no_longer_true": []})),
         Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", reply="(scripted answer)"),
     ]
 
 
-SERVERS = {
+SERVERS: dict[str, dict[str, Any]] = {
     "full": {"supports_json_schema": True, "supports_logprobs": True},
     "llamacpp_like": {"supports_json_schema": False, "supports_logprobs": True},
     "bare": {"supports_json_schema": False, "supports_json_object": False, "supports_logprobs": False},
@@ -128,31 +143,9 @@ def scripted_server(kind: str, rules: list[Rule]) -> ScriptedLLMServer:
     return ScriptedLLMServer([*rules, *scenario_rules()], **SERVERS[kind])
 
 
-def memory_for(
-    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store, screening: str = "per_pair"
-) -> Memory:
-    """Stage 1 pair by pair unless ``screening="one_call"``: these tests read stage 1's requests and stages."""
+def memory_for(server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store) -> Memory:
     llm = LLM(base_url=server.base_url, model="scripted", api_key="x", backoff_s=0.001)
-    return Memory(llm, embedder, user=new_user(), store=store,
-                  conflict_settings=ConflictSettings(screening=screening))  # type: ignore[arg-type]
-
-
-def test_one_screening_call_sends_the_move_and_the_rain_to_stage_two_on_every_server_kind(
-    server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
-) -> None:
-    """The one_call option: the screen (answered from the same stage-1 rules) lists what stage 1 would flag, on a
-    server with or without logprobs, and stage 2 decides those pairs alone."""
-    memory = memory_for(server, embedder, store, screening="one_call")
-    memory.write(FEB, date="2024-02-10", session="s-feb")
-    server.clear_requests()
-    second = memory.write(SEP, date="2024-09-03", session="s-sep")
-    assert [(r.old_text, r.new_text, r.stage, r.still_true_probability) for r in second.retired] == [
-        ("Lives in Portland", "Lives in a hot desert region", "screen_stage2", None)]
-    assert ("Does not mind the rain", "screen_stage2") in [(k.text, k.stage) for k in second.kept]
-    assert len(server.chat_requests("screen")) == 1 and server.chat_requests("stage1") == []
-    judged = sorted(r.last_user_message.split("Older fact")[1].split(": ", 1)[1].split("\n")[0]
-                    for r in server.chat_requests("stage2"))
-    assert judged == ["Does not mind the rain", "Lives in Portland"]  # what stage 1 flags pair by pair
+    return Memory(llm, embedder, user=new_user(), store=store)
 
 
 def test_implied_move_retires_portland_on_every_server_kind(
@@ -161,33 +154,39 @@ def test_implied_move_retires_portland_on_every_server_kind(
     memory = memory_for(server, embedder, store)
     first = memory.write(FEB, date="2024-02-10", session="s-feb")
     assert {a.text for a in first.added} == {
-        "Lives in Portland", "Does not mind the rain", "Is on the train to work", "Works at a bakery"}
+        "Lives in Portland", "Does not mind the rain", "Is on the train to work", "Takes the train to work",
+        "Works at a bakery"}
     assert [r.text for r in first.rejected] == ["Has a dog named Rex"]
     assert "Rex" in first.rejected[0].reason
+    assert judging_requests(server) == []  # nothing known yet: nothing to judge
 
     second = memory.write(SEP, date="2024-09-03", session="s-sep")
     assert [(r.old_text, r.new_text, r.stage) for r in second.retired] == [
-        ("Lives in Portland", "Lives in a hot desert region", "stage2")]
+        ("Lives in Portland", "Lives in a hot desert region", "judged")]
     assert "desert" in second.retired[0].reason
-    if server.supports_logprobs:
-        assert second.retired[0].still_true_probability == pytest.approx(0.1, abs=0.02)
-    else:  # a bare Yes/No cannot flag generously: every pair goes straight to stage 2
-        assert second.retired[0].still_true_probability is None
-        assert server.chat_requests("stage1") == []
+    assert second.retired[0].still_true_probability is None  # no one-token check: the same on every server kind
     assert [(e.old_text, e.new_text) for e in second.expired] == [
         ("Is on the train to work", "Is making coffee before work")]
-    # Stage 1 flagged the rain fact too (on every server kind it reached stage 2), and stage 2 kept it.
-    assert ("Does not mind the rain", "stage2") in [(k.text, k.stage) for k in second.kept]
-    assert any("Does not mind the rain" in r.last_user_message for r in server.chat_requests("stage2"))
+    # The implied home was judged against the home alone; the move then asked once about what depends on the home
+    # (the commute), which the script keeps. The rain and the job are other attributes: never asked about.
+    [judged] = server.chat_requests("value_change")
+    assert all(text in judged.last_user_message for text in ("Lives in Portland", "Lives in a hot desert region"))
+    [dependants] = server.chat_requests("dependants")
+    assert listed_facts(dependants) == ["Takes the train to work"]
+    assert server.chat_requests("ended") == []
+    assert not any(text in r.last_user_message for r in judging_requests(server)
+                   for text in ("Does not mind the rain", "Works at a bakery"))
+    assert second.kept == ()
 
     current = {f.text: f for f in memory.current()}
     assert set(current) == {"Lives in a hot desert region", "Is making coffee before work",
-                            "Does not mind the rain", "Works at a bakery"}
+                            "Does not mind the rain", "Takes the train to work", "Works at a bakery"}
     assert current["Lives in a hot desert region"].inferred
+    assert current["Lives in a hot desert region"].topic == "home_location"
     history = {e.fact.text: e for e in memory.history()}
     portland = history["Lives in Portland"]
     assert portland.fact.status is FactStatus.RETIRED
-    assert [(link.session_id, link.stage) for link in portland.replaced_by] == [("s-sep", "stage2")]
+    assert [(link.session_id, link.stage) for link in portland.replaced_by] == [("s-sep", "judged")]
     assert history["Is on the train to work"].fact.status is FactStatus.EXPIRED
 
 
@@ -215,8 +214,9 @@ def test_repeating_a_fact_confirms_it_instead_of_duplicating(
     report = memory.write(["Honestly loving the desert life."], date="2024-10-01", session="s-oct")
     assert report.added == ()
     assert [c.text for c in report.confirmed] == ["Lives in a hot desert region"]
-    desert = [f for f in memory.current() if f.topic == "location"]
+    desert = [f for f in memory.current() if f.topic == "home_location"]
     assert len(desert) == 1 and desert[0].confirmed_in == ("s-oct",)
+    assert len(llamacpp_server.chat_requests("value_change")) == 1  # the move's: the same words again ask nothing
 
 
 def test_explicit_career_change_retires_the_old_job(
@@ -225,8 +225,14 @@ def test_explicit_career_change_retires_the_old_job(
     memory = memory_for(llamacpp_server, embedder, store)
     memory.write(FEB, date="2024-02-10", session="s-feb")
     report = memory.write(["I quit the bakery, I now work as a nurse."], date="2024-03-01", session="s-mar")
-    assert [(r.old_text, r.new_text) for r in report.retired] == [("Works at a bakery", "Works as a nurse")]
-    assert [f.text for f in memory.current() if f.topic == "job"] == ["Works as a nurse"]
+    # A stated new value of a one-valued attribute: one job at a time, no model asked about the job itself.
+    assert [(r.old_text, r.new_text, r.stage) for r in report.retired] == [
+        ("Works at a bakery", "Works as a nurse", "replaced")]
+    assert llamacpp_server.chat_requests("value_change") == []
+    assert [f.text for f in memory.current() if f.topic == "job_title"] == ["Works as a nurse"]
+    # The change asked once about what depends on the job: the commute, kept by the script.
+    [dependants] = llamacpp_server.chat_requests("dependants")
+    assert listed_facts(dependants) == ["Takes the train to work"]
 
 
 def test_rewriting_a_session_changes_nothing_and_calls_no_model(
@@ -288,11 +294,11 @@ def test_facts_copied_from_the_prompts_example_are_dropped_and_unsourced_stateme
     said = "Spent the whole weekend repainting the hallway a pale green."
     asked = "Explain how a heat pump works."
     rules = [Rule(purpose="extraction", contains="repainting", reply=Reply.json({"facts": [
-        fact(example.upper(), "job"),  # the prompt's worked example, copied: the user never said it
-        fact(reworded, "job"),
-        fact("Repainted the hallway pale green", "home"),
-        fact("Works as a carpenter", "job"),  # stated, but in none of the user's words
-        fact("Asks how heat pumps work", "interest"),  # only the impersonal request could have said it
+        fact(example.upper(), "employer"),  # the prompt's worked example, copied: the user never said it
+        fact(reworded, "employer"),
+        fact("Repainted the hallway pale green", "project"),
+        fact("Works as a carpenter", "job_title"),  # stated, but in none of the user's words
+        fact("Asks how heat pumps work", "hobby"),  # only the impersonal request could have said it
     ]})), *scenario_rules()]
     with ScriptedLLMServer(rules, **SERVERS["llamacpp_like"]) as scripted:
         memory = memory_for(scripted, embedder, store)
@@ -310,27 +316,25 @@ def test_facts_copied_from_the_prompts_example_are_dropped_and_unsourced_stateme
 def test_a_stated_city_the_user_never_wrote_is_rejected_and_cannot_retire_theirs(
     server_kind: str, embedder: LocalEmbedder, store: Store
 ) -> None:
-    """The model names a city the user never wrote; were it stored, both stages would retire Portland for it."""
+    """The model names a city the user never wrote; were it stored, it would replace Portland (one home at a time,
+    no model asked), so only the grounding check stands between it and the user's home."""
     rules = [
         Rule(purpose="extraction", contains="keys to our new place", reply=Reply.json({"facts": [
-            fact("Lives in Seattle", "location"),
-            fact("Got the keys to a new place", "home"),
+            fact("Lives in Seattle", "home_location"),
+            fact("Got the keys to a new place", "plan"),
         ]})),
-        Rule(purpose="stage1", contains=["Lives in Portland", "Seattle"], reply=still_true(0.05)),
-        Rule(purpose="stage2", contains=["Lives in Portland", "Seattle"], reply=Reply.json({
-            "reasoning": "The user lives in Seattle now.", "verdict": "no_longer_true"})),
     ]
     with scripted_server(server_kind, rules) as server:
         memory = memory_for(server, embedder, store)
         memory.write(FEB, date="2024-02-10", session="s-feb")
         report = memory.write(["Just got the keys to our new place, the movers come on Friday."],
                               date="2024-03-01", session="s-mar")
-        judged = [r.last_user_message for r in [*server.chat_requests("stage1"), *server.chat_requests("stage2")]]
+        judged = judging_requests(server)
     assert report.retired == ()
-    assert [f.text for f in memory.current() if f.topic == "location"] == ["Lives in Portland"]
+    assert [f.text for f in memory.current() if f.topic == "home_location"] == ["Lives in Portland"]
     assert [(r.text, r.reason) for r in report.rejected] == [("Lives in Seattle", "not in the user's words: Seattle")]
     assert [a.text for a in report.added] == ["Got the keys to a new place"]
-    assert not any("Seattle" in message for message in judged)
+    assert judged == []  # a plan (many values) ends nothing: no call
     assert "Seattle" not in memory.export().model_dump_json()
 
 
@@ -366,7 +370,7 @@ def test_forgetting_the_new_fact_does_not_revive_the_old_one(
     assert report.forgotten == ("Lives in a hot desert region",)
     assert report.redacted_messages == 1
     assert "desert" not in memory.context().split("No longer true")[0]
-    assert all(f.topic != "location" for f in memory.current())
+    assert all(f.topic != "home_location" for f in memory.current())
     portland = next(e for e in memory.history() if e.fact.text == "Lives in Portland")
     assert portland.fact.status is FactStatus.RETIRED
     assert all("desert" not in e.fact.text for e in memory.history())
@@ -445,7 +449,7 @@ def test_each_new_moment_expires_the_last_one_on_its_topic_and_no_other(
         dentist = memory.write(["Sitting at the dentist right now, a bit nervous."], date="2024-03-01",
                                session="s-dentist")
         grocery = memory.write(["Standing in line at the grocery store now."], date="2024-03-02", session="s-grocery")
-        judged = [*server.chat_requests("stage1"), *server.chat_requests("stage2")]
+        judged = judging_requests(server)
     assert [(e.old_text, e.new_text) for e in dentist.expired] == [("Is on the train to work", "Is at the dentist")]
     assert [(e.old_text, e.new_text) for e in grocery.expired] == [
         ("Is at the dentist", "Is in line at the grocery store")]
@@ -454,7 +458,7 @@ def test_each_new_moment_expires_the_last_one_on_its_topic_and_no_other(
     ended = {e.fact.text: (e.fact.status, e.fact.valid_to) for e in memory.history() if e.fact.kind is FactKind.MOMENT}
     assert ended["Is on the train to work"] == (FactStatus.EXPIRED, date(2024, 3, 1))
     assert ended["Is at the dentist"] == (FactStatus.EXPIRED, date(2024, 3, 2))
-    # A moment is never put to the two-stage check, and it ends no state.
+    # A moment is never judged, and it ends no state.
     assert judged == []
     assert {"Lives in Portland", "Works at a bakery"} <= {f.text for f in memory.current()}
 
@@ -518,17 +522,16 @@ def test_bad_input_is_refused_before_anything_is_stored(
     assert llamacpp_server.chat_requests("extraction") == []
 
 
-@pytest.mark.parametrize(("failing_purpose", "screening"), [
-    ("extraction", "per_pair"), ("stage1", "per_pair"), ("stage2", "per_pair"), ("screen", "one_call"),
-    ("stage2", "one_call"),
-])
+@pytest.mark.parametrize("failing_purpose", ["extraction", "value_change", "dependants"])
 def test_an_llm_failure_mid_write_leaves_memory_exactly_as_it_was(
-    embedder: LocalEmbedder, store: Store, failing_purpose: str, screening: str
+    embedder: LocalEmbedder, store: Store, failing_purpose: str
 ) -> None:
+    """The move makes each of these calls in turn (extraction, the implied home judged, the commute asked about):
+    whichever fails, nothing of the write is stored."""
     from lastknown_graph.llm import LLMUnavailableError
 
     with ScriptedLLMServer(scenario_rules(), **SERVERS["llamacpp_like"]) as healthy:
-        memory = memory_for(healthy, embedder, store, screening)
+        memory = memory_for(healthy, embedder, store)
         memory.write(FEB, date="2024-02-10", session="s-feb")
     before = memory.export().canonical()
     failing = [Rule(purpose=failing_purpose, reply=Reply.failure(503, "overloaded")), *scenario_rules()]
@@ -541,37 +544,53 @@ def test_an_llm_failure_mid_write_leaves_memory_exactly_as_it_was(
     assert not memory.store.session_exists(memory.user, "s-sep")
 
 
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [("location", "location"), ("Current Activity", "current_activity"), ("diet/food", "diet_food"),
-     ("i_work_at_a_bakery_downtown.", ""), ("42", ""), ("", "")],
-)
-def test_topics_are_short_snake_case_attribute_names(raw: str, expected: str) -> None:
-    from lastknown_graph.pipeline.write import topic_key
-
-    assert topic_key(raw) == expected
-
+def test_a_models_topic_is_read_as_an_attribute_of_the_vocabulary(
+    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+) -> None:
+    """Names from the list are kept, written loosely they are made snake_case, topics written before the vocabulary
+    ("location", "job") are the attribute they meant, and anything else is ``other``."""
+    said = ("I live in Portland, I'm on the train right now, I work as a baker on night shifts, I eat only plants, "
+            "I bake bread downtown, I own 42 mugs and I knit.")
+    topics = {
+        "Lives in Portland": ("location", "home_location"),
+        "Is on the train": ("Current Activity", "current_activity"),
+        "Works as a baker": ("Job", "job_title"),
+        "Works night shifts": ("work schedule", "work_schedule"),
+        "Eats only plants": ("diet/food", "other"),
+        "Bakes bread downtown": ("i_work_at_a_bakery_downtown.", "other"),
+        "Owns 42 mugs": ("42", "other"),
+        "Knits": ("", "other"),
+    }
+    rules = [Rule(purpose="extraction", contains="42 mugs", reply=Reply.json({"facts": [
+        fact(text, raw) for text, (raw, _) in topics.items()]})), *scenario_rules()]
+    with ScriptedLLMServer(rules, **SERVERS["llamacpp_like"]) as scripted:
+        report = memory_for(scripted, embedder, store).write([said], date="2024-03-01", session="s-topics")
+    assert {a.text: a.topic for a in report.added} == {text: topic for text, (_, topic) in topics.items()}
+    # The current activity holds moments only, whatever kind the model gave.
+    assert [a.kind for a in report.added if a.topic == "current_activity"] == ["moment"]
 
 
 def test_a_near_repeat_that_negates_retires_instead_of_confirming(
     server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
 ) -> None:
+    """"No longer allergic" holds every content word of "allergic to peanuts", yet it ends it: an ending is never a
+    confirmation. Allergies have many values, so the ending is judged: one call lists the allergies."""
     memory = memory_for(server, embedder, store)
     memory.write(["I'm allergic to peanuts."], date="2024-01-05", session="s-1")
     report = memory.write(["Good news, I outgrew it!"], date="2024-06-01", session="s-2")
     assert report.confirmed == ()
-    assert [(r.old_text, r.new_text) for r in report.retired] == [
-        ("Is allergic to peanuts", "Is no longer allergic to peanuts")]
+    assert [(r.old_text, r.new_text, r.stage) for r in report.retired] == [
+        ("Is allergic to peanuts", "Is no longer allergic to peanuts", "ended")]
     assert [f.text for f in memory.current()] == ["Is no longer allergic to peanuts"]
-    # judged once, not again in the candidate loop
-    assert len(server.chat_requests("stage1")) == (1 if server.supports_logprobs else 0)
-    assert len(server.chat_requests("stage2")) == 1
+    [asked] = server.chat_requests("ended")  # judged once
+    assert listed_facts(asked) == ["Is allergic to peanuts"]
+    assert server.chat_requests("value_change") == [] and server.chat_requests("dependants") == []
 
 
-def test_a_near_repeat_that_stage_two_keeps_is_a_confirmation(
+def test_a_near_repeat_in_other_words_is_a_confirmation_without_a_call(
     server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
 ) -> None:
-    """Nearly the same words, flagged at stage 1: only stage 2's "still true" makes it a confirmation."""
+    """"Still allergic to peanuts" says all "allergic to peanuts" says: the same value again, by the words alone."""
     memory = memory_for(server, embedder, store)
     memory.write(["I'm allergic to peanuts."], date="2024-01-05", session="s-1")
     report = memory.write(["Yes, I'm still allergic to peanuts."], date="2024-06-01", session="s-2")
@@ -580,42 +599,44 @@ def test_a_near_repeat_that_stage_two_keeps_is_a_confirmation(
     assert report.retired == () and report.added == ()
     [allergy] = memory.current()
     assert (allergy.text, allergy.confirmed_in) == ("Is allergic to peanuts", ("s-2",))
-    [asked] = server.chat_requests("stage2")
-    assert "Is allergic to peanuts" in asked.last_user_message
+    assert judging_requests(server) == []
 
 
-def test_a_pair_stage_one_scores_as_still_true_is_kept_without_asking_stage_two(
+RETIRE_WHATEVER_IS_ASKED = [
+    Rule(purpose="value_change", reply=Reply.json({"reasoning": "Scripted to retire whatever it is asked about.",
+                                                   "verdict": "different"})),
+    Rule(purpose="dependants", reply=lambda request: Reply.json({
+        "reasoning": "Scripted to retire whatever it is asked about.",
+        "no_longer_true": list(range(1, len(listed_facts(request)) + 1))})),
+    Rule(purpose="ended", reply=lambda request: Reply.json({
+        "reasoning": "Scripted to retire whatever it is asked about.",
+        "no_longer_true": list(range(1, len(listed_facts(request)) + 1))})),
+]
+
+
+def test_a_new_hobby_never_meets_the_job_it_shares_a_word_with(
     server_kind: str, embedder: LocalEmbedder, store: Store
 ) -> None:
-    """Stage 2's verdict here is wrong on purpose, so the outcome shows whether stage 2 was asked.
+    """Every judging answer here retires what it is asked about, so the outcome shows whether any was asked.
 
-    With logprobs, stage 1 reads the bakery job as still true beside a baking hobby and stage 2 is never asked;
-    without them there is no stage 1, so stage 2 decides every pair and its verdict retires the job.
+    A hobby has many values and says nothing ended: it is added and ends nothing, whatever the server offers (the
+    pairwise design asked about the bakery job, and retired it where the server gave no logprobs).
     """
     rules = [
         Rule(purpose="extraction", contains="sourdough", reply=Reply.json({"facts": [
             fact("Bakes sourdough at home on weekends", "hobby"),
         ]})),
-        Rule(purpose="stage1", contains=["Works at a bakery", "sourdough"], reply=still_true(0.97)),
-        Rule(purpose="stage2", contains=["Works at a bakery", "sourdough"], reply=Reply.json({
-            "reasoning": "Scripted to retire whatever it is asked about.", "verdict": "no_longer_true"})),
+        *RETIRE_WHATEVER_IS_ASKED,
     ]
     with scripted_server(server_kind, rules) as server:
         memory = memory_for(server, embedder, store)
         memory.write(FEB, date="2024-02-10", session="s-feb")
         report = memory.write(["I've been baking sourdough at home on weekends."], date="2024-03-01",
                               session="s-bread")
-        asked_stage2 = [r.last_user_message for r in server.chat_requests("stage2")]
-        logprobs = server.supports_logprobs
-    jobs = [f.text for f in memory.current() if f.topic == "job"]
-    if logprobs:
-        assert ("Works at a bakery", "stage1") in [(k.text, k.stage) for k in report.kept]
-        assert report.retired == () and asked_stage2 == []
-        assert jobs == ["Works at a bakery"]
-    else:
-        assert [(r.old_text, r.stage) for r in report.retired] == [("Works at a bakery", "stage2")]
-        assert any("Works at a bakery" in message for message in asked_stage2)
-        assert jobs == []
+        judged = judging_requests(server)
+    assert [a.text for a in report.added] == ["Bakes sourdough at home on weekends"]
+    assert report.retired == () and report.kept == () and judged == []
+    assert [f.text for f in memory.current() if f.topic == "job_title"] == ["Works at a bakery"]
 
 
 def test_a_conversation_dated_before_a_fact_cannot_retire_it(
@@ -661,7 +682,7 @@ def test_forget_by_id_and_bad_forget_arguments(
     for bad_threshold in (0.0, 1.5, True):
         with pytest.raises(InvalidInputError):
             memory.forget_about("rain", threshold=bad_threshold)
-    assert len(memory.current()) == 3
+    assert len(memory.current()) == 4
 
 
 class RacingStore:
@@ -681,25 +702,35 @@ class RacingStore:
 
 
 def test_a_write_that_loses_a_race_is_planned_again_against_the_new_state(
-    llamacpp_server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
+    embedder: LocalEmbedder, store: Store
 ) -> None:
+    """A rival write moves the user to Seattle while the desert is planned against Portland. The rival's fact
+    carries a topic written before the vocabulary ("location"): the new plan reads it as the home and judges the
+    desert against it."""
     from datetime import date as day
 
     from tests.builders import SessionBuilder
 
-    memory = memory_for(llamacpp_server, embedder, store)
-    memory.write(FEB, date="2024-02-10", session="s-feb")
-    portland = next(f for f in memory.current() if f.text == "Lives in Portland")
-    rival = SessionBuilder(memory.user, "s-rival", day(2024, 9, 1))
-    seattle = rival.fact("Lives in Seattle", "location", tuple(embedder.embed(["Lives in Seattle"])[0]))
-    rival.retire(portland.id, seattle, reason="moved to Seattle")
-    memory.store = RacingStore(store, rival.build())  # type: ignore[assignment]
+    seattle_is_not_a_desert = Rule(purpose="value_change", contains=["Lives in Seattle", "hot desert region"],
+                                   reply=Reply.json({"reasoning": "Seattle is rainy, not a hot desert.",
+                                                     "verdict": "different"}))
+    with scripted_server("llamacpp_like", [seattle_is_not_a_desert]) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(FEB, date="2024-02-10", session="s-feb")
+        portland = next(f for f in memory.current() if f.text == "Lives in Portland")
+        rival = SessionBuilder(memory.user, "s-rival", day(2024, 9, 1))
+        seattle = rival.fact("Lives in Seattle", "location", tuple(embedder.embed(["Lives in Seattle"])[0]))
+        rival.retire(portland.id, seattle, reason="moved to Seattle")
+        memory.store = RacingStore(store, rival.build())
 
-    report = memory.write(SEP, date="2024-09-03", session="s-sep")
-    # feb, then sep once: planning sep again after the lost race reuses its extraction
-    assert len(llamacpp_server.chat_requests("extraction")) == 2
+        report = memory.write(SEP, date="2024-09-03", session="s-sep")
+        # feb, then sep once: planning sep again after the lost race reuses its extraction
+        assert len(server.chat_requests("extraction")) == 2
+        judged = [r.last_user_message for r in server.chat_requests("value_change")]
     assert report.usage.by_purpose["extraction"].calls == 1
-    assert all(r.old_text != "Lives in Portland" for r in report.retired)
+    assert len(judged) == 2 and "Lives in Portland" in judged[0] and "Lives in Seattle" in judged[1]
+    assert [(r.old_text, r.new_text, r.stage) for r in report.retired] == [
+        ("Lives in Seattle", "Lives in a hot desert region", "judged")]
     links = next(e for e in memory.history() if e.fact.id == portland.id).replaced_by
     assert [(link.fact_text, link.session_id) for link in links] == [("Lives in Seattle", "s-rival")]
     assert memory.store.session_exists(memory.user, "s-sep")
@@ -709,8 +740,8 @@ def test_forgetting_a_fact_whose_extraction_cited_no_message_redacts_only_its_ow
     embedder: LocalEmbedder, store: Store
 ) -> None:
     uncited = [Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
-        {"text": "Works at a bakery", "topic": "job", "kind": "state", "inferred": False},
-        {"text": "Lives in Portland", "topic": "location", "kind": "state", "inferred": False},
+        {"text": "Works at a bakery", "topic": "job_title", "kind": "state", "inferred": False},
+        {"text": "Lives in Portland", "topic": "home_location", "kind": "state", "inferred": False},
     ]})), *scenario_rules()]
     with ScriptedLLMServer(uncited, **SERVERS["llamacpp_like"]) as server:
         memory = memory_for(server, embedder, store)
@@ -727,18 +758,19 @@ def test_a_conversation_written_after_a_later_one_is_stored_as_already_overtaken
 ) -> None:
     """September is written first, February arrives late: Portland was true from February until September.
 
-    The rain fact is flagged against the desert too, and stage 2 keeps it: it is not overtaken.
+    One home at a time decides it with no call; the rain fact, another attribute, is not overtaken.
     """
     memory = memory_for(server, embedder, store)
     memory.write(SEP, date="2024-09-03", session="s-sep")
     report = memory.write(FEB, date="2024-02-10", session="s-feb")
     assert [(o.text, o.by_text, o.until.isoformat()) for o in report.overtaken] == [
         ("Lives in Portland", "Lives in a hot desert region", "2024-09-03")]
-    assert any("Does not mind the rain" in r.last_user_message for r in server.chat_requests("stage2"))
+    assert [o.stage for o in report.overtaken] == ["replaced"]
+    assert judging_requests(server) == []
     assert {f.text for f in memory.current()} >= {"Does not mind the rain", "Works at a bakery"}
-    locations = {e.fact.text: e.fact for e in memory.history() if e.fact.topic == "location"}
+    locations = {e.fact.text: e.fact for e in memory.history() if e.fact.topic == "home_location"}
     assert locations["Lives in Portland"].status is FactStatus.RETIRED
-    assert [f.text for f in memory.current() if f.topic == "location"] == ["Lives in a hot desert region"]
+    assert [f.text for f in memory.current() if f.topic == "home_location"] == ["Lives in a hot desert region"]
     assert "Lives in Portland" in {f.text for f in memory.as_of("2024-05-01")}
     assert "Lives in Portland" not in {f.text for f in memory.as_of("2024-09-03")}
     # Written in date order the graph says the same about where the user lives and since when.
@@ -749,6 +781,6 @@ def test_a_conversation_written_after_a_later_one_is_stored_as_already_overtaken
     def location_story(m: Memory) -> list[tuple[str, str, str | None, str]]:
         return sorted((e.fact.text, e.fact.valid_from.isoformat(),
                        e.fact.valid_to.isoformat() if e.fact.valid_to else None, e.fact.status.value)
-                      for e in m.history() if e.fact.topic == "location")
+                      for e in m.history() if e.fact.topic == "home_location")
 
     assert location_story(memory) == location_story(in_order)

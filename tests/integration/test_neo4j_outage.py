@@ -40,7 +40,7 @@ from lastknown_graph.memory import Memory
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.journal import whole_records
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
-from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer, still_true
+from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from tests.builders import DIMENSION, SessionBuilder, new_user, vec
 
 OUTAGE_BOLT_PORT = 17689
@@ -86,7 +86,8 @@ def uri_of(config: local_neo4j.LocalNeo4jConfig) -> str:
 def moving_rules() -> list[Rule]:
     rules = [
         Rule(purpose="extraction", contains=f"moved to City{n}.", reply=Reply.json({"facts": [
-            {"text": f"Lives in City{n}", "topic": "location", "kind": "state", "inferred": False, "evidence": [0]},
+            {"text": f"Lives in City{n}", "topic": "home_location", "kind": "state", "inferred": False,
+             "evidence": [0]},
             {"text": f"Is unpacking box {n}", "topic": "current_activity", "kind": "moment", "inferred": False,
              "evidence": [1]},
         ]}))
@@ -94,8 +95,7 @@ def moving_rules() -> list[Rule]:
     ]
     return [
         *rules,
-        Rule(purpose="stage1", reply=still_true(0.05)),
-        Rule(purpose="stage2", reply=Reply.json({"reasoning": "A new city.", "verdict": "no_longer_true"})),
+        # Each new city is stated: it replaces the last one by the attribute's rule, with no judging call.
         Rule(purpose="premise", reply=Reply.yes(0.1)),
         Rule(purpose="answer", reply="(scripted answer)"),
     ]
@@ -303,7 +303,7 @@ def test_a_server_killed_mid_commit_keeps_every_session_whole_or_absent(
             assert parts in (whole_session(n), NO_SESSION), f"failed session s-{n} is partly there: {parts}"
         else:
             assert parts == NO_SESSION
-    assert len([f for f in export.facts if f.topic == "location" and f.status is FactStatus.CURRENT]) == 1
+    assert len([f for f in export.facts if f.topic == "home_location" and f.status is FactStatus.CURRENT]) == 1
     assert integrity_rows(uri, memory.user) == {}
 
     # The same Memory carries on: the failed sessions are written (or found written) exactly once.

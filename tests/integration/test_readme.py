@@ -98,7 +98,7 @@ def test_readme_undo_example_revives_portland_and_writes_the_session_again(
     from lastknown_graph import EmbeddedStore, MemoryReader
 
     reader = MemoryReader(EmbeddedStore(tmp_path / "memory.json"), "bob")
-    assert [f.text for f in reader.current() if f.topic == "location"] == ["Lives in a hot desert region"]
+    assert [f.text for f in reader.current() if f.topic == "home_location"] == ["Lives in a hot desert region"]
     assert [link.session_id for e in reader.history() for link in e.replaced_by if e.fact.text == "Lives in Portland"
             ] == ["s-2"]
 

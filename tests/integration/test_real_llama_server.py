@@ -32,11 +32,10 @@ from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.llm.errors import LLMUnavailableError
 from lastknown_graph.memory import Memory
 from lastknown_graph.prompts.answer import answer_messages
-from lastknown_graph.prompts.conflict_verdict import ConflictVerdict, conflict_verdict_messages
+from lastknown_graph.prompts.no_longer_true import NoLongerTrue, changed_news, no_longer_true_messages
 from lastknown_graph.prompts.numbered_answers import answer_token_budget
-from lastknown_graph.prompts.premise import premise_messages
-from lastknown_graph.prompts.still_true import outdated_messages
-from lastknown_graph.prompts.still_true_list import outdated_list_messages
+from lastknown_graph.prompts.premise import premise_list_messages, premise_messages
+from lastknown_graph.prompts.value_change import ValueChange, value_change_messages
 from lastknown_graph.store import EmbeddedStore, Store
 
 MODEL_ALIAS = "gemma3-270m"
@@ -206,31 +205,27 @@ def test_write_and_ask_complete_and_leave_a_valid_graph(
     print(f"answer ({len(answer.text)} chars): {answer.text[:200]!r}; premise notes: {answer.premise_notes}")
 
 
-def test_yes_no_questions_get_a_probability_from_the_real_model(server: RunningServer) -> None:
-    """Stage 1 and the premise check: the write scenario above never reaches them with this model."""
+def test_a_yes_no_question_gets_a_probability_from_the_real_model(server: RunningServer) -> None:
+    """The premise check, the one one-token question left (a write asks none): the scenario above may not reach it
+    with this model."""
     llm, meter = real_llm(server), UsageMeter()
-    outdated = llm.yes_probability(
-        outdated_messages("Lives in Portland", date(2024, 2, 10), "Lives in a hot desert region", date(2024, 9, 3)),
-        purpose="stage1", meter=meter,
-    )
     assumes = llm.yes_probability(premise_messages(QUESTION, "Lives in Portland"), purpose="premise", meter=meter)
-    assert 0.0 <= outdated <= 1.0 and 0.0 <= assumes <= 1.0
-    print(f"\nstage1 P(outdated) = {outdated}, premise P(assumes) = {assumes}; {meter.by_purpose()}")
+    assert 0.0 <= assumes <= 1.0
+    print(f"\npremise P(assumes) = {assumes}; {meter.by_purpose()}")
 
 
-def test_a_stage1_list_is_read_line_by_line_from_the_real_servers_tokens(server: RunningServer) -> None:
-    """The one-call-per-new-fact stage 1 against llama-cpp-python's own logprob format (a base model: protocol
-    robustness only, not judgment). Whatever it writes, each number gets a probability or None, and a line it did
-    answer "N: Yes/No" is read."""
+def test_a_premise_list_is_read_line_by_line_from_the_real_servers_tokens(server: RunningServer) -> None:
+    """The listed premise check (``PremiseSettings(checks="listed")``) against llama-cpp-python's own logprob format
+    (a base model: protocol robustness only, not judgment). Whatever it writes, each number gets a probability or
+    None, and a line it did answer "N: Yes/No" is read."""
     llm, meter = real_llm(server), UsageMeter()
-    older = [("Lives in Portland", date(2024, 2, 10)), ("Plays the cello", date(2023, 6, 1))]
-    messages = outdated_list_messages("Lives in a hot desert region", date(2024, 9, 3), older)
-    shares = llm.yes_probabilities(messages, len(older), purpose="stage1_list", meter=meter,
-                                   max_tokens=answer_token_budget(len(older)))
-    assert len(shares) == len(older)
+    retired = ["Lives in Portland", "Plays the cello"]
+    shares = llm.yes_probabilities(premise_list_messages(QUESTION, retired), len(retired), purpose="premise_list",
+                                   meter=meter, max_tokens=answer_token_budget(len(retired)))
+    assert len(shares) == len(retired)
     assert all(share is None or 0.0 <= share <= 1.0 for share in shares)
-    assert meter.by_purpose()["stage1_list"].calls == 1
-    print(f"\nstage-1 list P(outdated) = {shares}")
+    assert meter.by_purpose()["premise_list"].calls == 1
+    print(f"\npremise list P(assumes) = {shares}")
 
 
 def test_answer_prompt_carries_the_memory_to_the_model(server: RunningServer) -> None:
@@ -245,20 +240,28 @@ def test_answer_prompt_carries_the_memory_to_the_model(server: RunningServer) ->
     )
 
 
-def test_stage2_verdict_request_leaves_the_server_running(tmp_path: Path) -> None:
-    """Own server: the failure this documents kills it."""
+def test_the_judging_requests_leave_the_server_running(tmp_path: Path) -> None:
+    """Own server: a reasoning request of 300 tokens is the kind that once killed it (then, the pairwise verdict).
+    Both judging prompts of a write are sent as a write sends them; a weak model may answer them badly (a typed
+    error), but the server must stay up and an answer it gives must be read."""
     with llama_server(tmp_path / "server.log") as own:
-        messages = conflict_verdict_messages(
-            "Lives in Portland", date(2024, 2, 10), "Lives in a hot desert region", date(2024, 9, 3),
-            ["Found another bark scorpion in my boot this morning. This dry heat drives them indoors."],
-        )
-        try:
-            verdict = real_llm(own).structured(messages, ConflictVerdict, purpose="stage2", max_tokens=300)
-        except LLMUnavailableError:
-            assert not own.running(), "LLMUnavailableError although the server is still up"
-            raise
-        except LastknownError as exc:
-            print(f"\nstage2 raised {type(exc).__name__}: {exc}")
-        else:
-            print(f"\nstage2 verdict: {verdict}")
-        assert own.running(), f"llama_cpp.server died; log tail:\n{own.log_tail()}"
+        words = ["Found another bark scorpion in my boot this morning. This dry heat drives them indoors."]
+        requests = [
+            ("value_change", ValueChange, value_change_messages(
+                "the city, town, region or country where the user lives now", "Lives in Portland",
+                date(2024, 2, 10), "Lives in a hot desert region", date(2024, 9, 3), words)),
+            ("dependants", NoLongerTrue, no_longer_true_messages(
+                changed_news("the city, town, region or country where the user lives now", "Lives in Portland",
+                             "Lives in a hot desert region"), date(2024, 9, 3), ["Takes the train to work"], words)),
+        ]
+        for purpose, answer_type, messages in requests:
+            try:
+                answer = real_llm(own).structured(messages, answer_type, purpose=purpose, max_tokens=300)
+            except LLMUnavailableError as exc:
+                assert not own.running(), "LLMUnavailableError although the server is still up"
+                pytest.fail(f"llama_cpp.server died on the {purpose} request ({exc}); log tail:\n{own.log_tail()}")
+            except LastknownError as exc:
+                print(f"\n{purpose} raised {type(exc).__name__}: {exc}")
+            else:
+                print(f"\n{purpose} answer: {answer}")
+            assert own.running(), f"llama_cpp.server died after {purpose}; log tail:\n{own.log_tail()}"

@@ -25,7 +25,6 @@ from opentelemetry.trace import StatusCode
 from lastknown_graph import AsyncMemory, EmbeddedStore, LLMUnavailableError, Memory, StaleStateError
 from lastknown_graph.domain.models import SessionWrite, WriteOutcome
 from lastknown_graph.llm import LLM
-from lastknown_graph.pipeline.conflicts import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel, failing
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
@@ -40,22 +39,23 @@ LYON_FACT = "Lives in Lyon"
 PORTO_FACT = "Lives in Porto"
 QUESTION = "Which bakery near the Halles market in Lyon should I try this weekend?"
 ANSWER = "Scripted: try the one on the corner."
-REASONING = "One home at a time: Porto replaces Lyon."
+REASONING = "Unpacked boxes in Porto mean a new home: Porto, not Lyon."
 # Every piece of user text and every raw id of the scenario, and words of it that a leak would carry.
 PRIVATE = [USER, FIRST_SESSION, SESSION, LYON, PORTO, LYON_FACT, PORTO_FACT, QUESTION, ANSWER, REASONING,
            "margarethe", "Lyon", "Porto", "Halles", "boxes", "bakery"]
 
 
 def respond(call: ModelCall) -> object:
-    """Scripted answers: one fact per conversation; the pair is flagged at stage 1 and retired at stage 2."""
+    """Scripted answers: one fact per conversation. Porto is scripted as implied (unpacked boxes), so the write
+    judges it against Lyon in one call, which says it is a different home."""
     if call.purpose == "extraction":
         porto = "Porto" in call.last_user_message
-        return {"facts": [{"text": PORTO_FACT if porto else LYON_FACT, "topic": "location", "kind": "state",
-                           "inferred": False, "evidence": [0]}]}
-    if call.purpose == "stage1":
-        return 0.95
-    if call.purpose == "stage2":
-        return {"reasoning": REASONING, "verdict": "no_longer_true"}
+        return {"facts": [{"text": PORTO_FACT if porto else LYON_FACT, "topic": "home_location", "kind": "state",
+                           "inferred": porto, "evidence": [0]}]}
+    if call.purpose == "value_change":
+        return {"reasoning": REASONING, "verdict": "different"}
+    if call.purpose in ("dependants", "ended"):
+        return {"reasoning": REASONING, "no_longer_true": []}
     if call.purpose == "premise":
         return 0.9
     return ANSWER
@@ -140,28 +140,26 @@ def test_the_leak_scan_sees_what_spans_carry() -> None:
     assert leaks(exporter.get_finished_spans()) == [USER, PORTO_FACT, "margarethe", "Porto"]
 
 
-def test_checks_sent_at_once_are_still_children_of_their_plan(spans: Any) -> None:
-    homes = ["Lives in Lyon", "Works at the Halles market", "Cycles to work"]  # the nearest three: all checked
+def test_each_judging_call_of_a_write_is_a_child_of_its_plan(spans: Any) -> None:
+    # Lyon and what rests on the home: the move judges the home, then asks once about the facts that depend on it.
+    homes = {LYON_FACT: "home_location", "Lives next to the Halles market": "neighbourhood",
+             "Cycles to work": "commute"}
 
     def answer(call: ModelCall) -> object:
-        if call.purpose == "extraction":
-            texts = [PORTO_FACT] if "Porto" in call.last_user_message else homes
-            return {"facts": [{"text": text, "topic": f"topic_{n}", "kind": "state", "inferred": True,
-                               "evidence": [0]} for n, text in enumerate(texts)]}
-        return respond(call) if call.purpose != "stage1" else 0.01  # every pair kept at stage 1
+        if call.purpose == "extraction" and "Porto" not in call.last_user_message:
+            return {"facts": [{"text": text, "topic": topic, "kind": "state", "inferred": False, "evidence": [0]}
+                              for text, topic in homes.items()]}
+        return respond(call)
 
-    # Pair by pair: the screening setting has no checks of one fact to send at once.
-    memory = Memory(ScriptedModel(answer, max_concurrent=4), HashedEmbedder(), user=USER, store=EmbeddedStore(None),
-                    conflict_settings=ConflictSettings(screening="per_pair"))
+    memory = Memory(ScriptedModel(answer), HashedEmbedder(), user=USER, store=EmbeddedStore(None))
     memory.write([LYON], date="2024-01-10", session=FIRST_SESSION)
     spans.clear()
     report = memory.write([PORTO], date="2024-05-20", session=SESSION)
-    assert len(report.kept) == len(homes)
+    assert [r.old_text for r in report.retired] == [LYON_FACT]
     [(_, _, [(plan, _, below), _])] = tree(spans.get_finished_spans())
     assert plan == "lastknown.plan"
-    assert sorted(below, key=str) == sorted([("lastknown.extraction", None, [chat("extraction")]),
-                                             ("lastknown.candidates", None, []),
-                                             *[chat("stage1")] * len(homes)], key=str)
+    assert below == [("lastknown.extraction", None, [chat("extraction")]), ("lastknown.candidates", None, []),
+                     chat("value_change"), chat("dependants")]
 
 
 def test_one_write_is_one_span_tree_with_counts_and_no_user_text(
@@ -176,8 +174,7 @@ def test_one_write_is_one_span_tree_with_counts_and_no_user_text(
             ("lastknown.plan", None, [
                 ("lastknown.extraction", None, [chat("extraction")]),
                 ("lastknown.candidates", None, []),
-                chat("stage1"),
-                chat("stage2"),
+                chat("value_change"),
             ]),
             ("lastknown.store.apply", None, []),
         ]),
@@ -193,7 +190,7 @@ def test_one_write_is_one_span_tree_with_counts_and_no_user_text(
         "lastknown.write.kept": 0, "lastknown.write.held": 0, "lastknown.write.rejected": 0,
         "lastknown.write.already_written": False, "lastknown.write.messages_stored": 1,
         "lastknown.write.plan_attempts": 1,
-        "lastknown.usage.calls": 3,
+        "lastknown.usage.calls": 2,
         "lastknown.usage.input_tokens": report.usage.total.prompt_tokens,
         "lastknown.usage.output_tokens": report.usage.total.completion_tokens,
     }
@@ -201,14 +198,13 @@ def test_one_write_is_one_span_tree_with_counts_and_no_user_text(
 
     calls = named(finished, "chat")
     # Each model call is one span with its share of the tokens; together they are the report's usage.
-    assert [span.attributes["lastknown.llm.purpose"] for span in calls] == ["extraction", "stage1", "stage2"]
-    assert [span.attributes["lastknown.llm.call"] for span in calls] == ["structured", "yes_probability",
-                                                                         "structured"]
-    assert [span.attributes["gen_ai.output.type"] for span in calls] == ["json", "text", "json"]
-    assert [span.attributes.get("gen_ai.request.max_tokens") for span in calls] == [1500, None, 300]
+    assert [span.attributes["lastknown.llm.purpose"] for span in calls] == ["extraction", "value_change"]
+    assert [span.attributes["lastknown.llm.call"] for span in calls] == ["structured", "structured"]
+    assert [span.attributes["gen_ai.output.type"] for span in calls] == ["json", "json"]
+    assert [span.attributes.get("gen_ai.request.max_tokens") for span in calls] == [1500, 300]
     assert all(span.attributes["gen_ai.operation.name"] == "chat" for span in calls)
     assert all(span.attributes["lastknown.llm.completions"] == 1 for span in calls)
-    for purpose, span in zip(["extraction", "stage1", "stage2"], calls, strict=True):
+    for purpose, span in zip(["extraction", "value_change"], calls, strict=True):
         usage = report.usage.by_purpose[purpose]
         assert (span.attributes["gen_ai.usage.input_tokens"], span.attributes["gen_ai.usage.output_tokens"]) == (
             usage.prompt_tokens, usage.completion_tokens)
@@ -217,8 +213,7 @@ def test_one_write_is_one_span_tree_with_counts_and_no_user_text(
     [extraction] = named(finished, "lastknown.extraction")
     assert extraction.attributes == {"lastknown.extraction.facts": 1}
     [candidates] = named(finished, "lastknown.candidates")
-    assert candidates.attributes == {"lastknown.candidates.probes": 1, "lastknown.candidates.on_topic": 1,
-                                     "lastknown.candidates.nearest": 1, "lastknown.candidates.current_facts": 1}
+    assert candidates.attributes == {"lastknown.candidates.current_facts": 1}
     [apply] = named(finished, "lastknown.store.apply")
     assert apply.attributes == {"lastknown.plan.attempt": 1, "lastknown.store.kind": "EmbeddedStore",
                                 "lastknown.store.outcome": "committed"}
@@ -309,8 +304,7 @@ def test_a_write_planned_again_shows_each_attempt(spans: Any, model: ScriptedMod
             ("lastknown.plan", None, [
                 ("lastknown.extraction", None, [chat("extraction")]),
                 ("lastknown.candidates", None, []),
-                chat("stage1"),
-                chat("stage2"),
+                chat("value_change"),
             ]),
             ("lastknown.store.apply", None, []),
             ("lastknown.plan", None, [("lastknown.candidates", None, [])]),
@@ -347,7 +341,7 @@ def test_the_http_client_names_the_model_and_counts_its_probes(
     monkeypatch.delenv("LASTKNOWN_MODEL", raising=False)  # the client asks the server for its model's name
     rules = [
         Rule(purpose="extraction", reply=Reply.json({"facts": [{
-            "text": LYON_FACT, "topic": "location", "kind": "state", "inferred": False, "evidence": [0]}]},
+            "text": LYON_FACT, "topic": "home_location", "kind": "state", "inferred": False, "evidence": [0]}]},
             prompt_tokens=700, completion_tokens=40)),
     ]
     with ScriptedLLMServer(rules) as server:

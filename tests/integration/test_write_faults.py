@@ -33,9 +33,11 @@ from tests.builders import DIMENSION, new_user
 from tests.integration.test_memory_pipeline import FEB, SEP, SERVERS, scenario_rules
 from tests.store_files import store_files
 
-# SEP against FEB exercises every kind of step: extraction, stage 1 and 2, an inferred
-# retirement, an expiry of a moment, a new fact and a kept one.
+# SEP against FEB exercises every kind of step: the extraction, the implied home judged against the stored one,
+# the commute asked about after the move, an inferred retirement, an expiry of a moment and new facts.
 SECOND_SESSION = "s-sep"
+# The model calls of that write, in order (pipeline/judgment.py): each is a step failed in turn below.
+SECOND_SESSION_CALLS = ["extraction", "value_change", "dependants"]
 
 
 @dataclass
@@ -89,8 +91,8 @@ class FaultyEmbedder:
         return self._inner.embed(texts)
 
 
-READS = ("user_revision", "session_exists", "current_facts", "facts_by_id", "source_messages", "facts_on_topic",
-         "similar_facts", "conflict_candidates", "history")
+READS = ("user_revision", "session_exists", "session_digest", "current_facts", "rejected_retirements", "facts_by_id",
+         "source_messages", "facts_on_topic", "similar_facts", "conflict_candidates", "history")
 
 
 class FaultyReads:
@@ -184,6 +186,7 @@ def rig_factory(embedder: LocalEmbedder) -> Iterator[Callable[[Store], Rig]]:
 
 def counted_steps(rig: Rig) -> dict[str, int]:
     """Write the second session fault-free and count each kind of step it took."""
+    rig.server.clear_requests()
     rig.faults.armed = True
     rig.memory.write(SEP, date="2024-09-03", session=SECOND_SESSION)
     rig.faults.armed = False
@@ -204,10 +207,16 @@ def fail_then_retry(rig: Rig, point: str, at: int, expected: type[LastknownError
 
 
 @pytest.fixture
-def reference_shape(rig_factory: Callable[[Store], Rig], store: Store) -> tuple[dict[str, int], tuple[Any, ...]]:
+def reference_rig(rig_factory: Callable[[Store], Rig], store: Store) -> Rig:
+    """A rig whose second session was written fault-free (its steps counted in ``faults.counts``)."""
     rig = rig_factory(store)
-    steps = counted_steps(rig)
-    return steps, shape(rig.memory.export())
+    counted_steps(rig)
+    return rig
+
+
+@pytest.fixture
+def reference_shape(reference_rig: Rig) -> tuple[dict[str, int], tuple[Any, ...]]:
+    return dict(reference_rig.faults.counts), shape(reference_rig.memory.export())
 
 
 ERRORS: dict[str, type[LastknownError]] = {
@@ -216,11 +225,13 @@ ERRORS: dict[str, type[LastknownError]] = {
 
 
 def test_the_fault_free_write_takes_every_kind_of_step(
-    reference_shape: tuple[dict[str, int], tuple[Any, ...]],
+    reference_rig: Rig, reference_shape: tuple[dict[str, int], tuple[Any, ...]],
 ) -> None:
     steps, expected = reference_shape
     print(f"steps of the second write: {steps}")
-    assert steps["llm"] >= 5 and steps["embed"] >= 1 and steps["store read"] >= 3
+    calls = [r.purpose for r in reference_rig.server.chat_requests() if r.purpose != "capabilities"]
+    assert calls == SECOND_SESSION_CALLS
+    assert steps["llm"] == len(SECOND_SESSION_CALLS) and steps["embed"] >= 1 and steps["store read"] >= 3
     relations = {relation for relation, *_ in expected[4]}
     assert relations == {"supersedes", "expires"}
 
