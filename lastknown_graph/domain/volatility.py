@@ -1,8 +1,9 @@
 """Volatility priors: how fast facts of each domain tend to change, as data each Memory owns.
 
-A prior guides, it never blocks: it sets how readily stage 1 flags a pair, how many
-candidates are checked, and how fast an unconfirmed fact fades in ranking. An explicit
-statement can still retire a fact of any domain on its first occurrence.
+A prior guides, it never blocks: it sets how fast an unconfirmed fact fades in ranking and how
+many confirmations let a fact resist an implied contradiction. Each attribute names its domain
+(``domain/attributes.py``). An explicit statement can still retire a fact of any domain on its
+first occurrence.
 """
 
 from __future__ import annotations
@@ -33,13 +34,6 @@ DEFAULT_PRIORS: Mapping[str, float] = MappingProxyType({
 # A fact whose domain is unknown (not assigned, or not in the table) is treated as middling.
 UNKNOWN_DOMAIN_VOLATILITY = 0.5
 
-# Stage 1 flags a pair when P(earlier still true) falls below this bar: stable domains need a
-# clearer "no" (0.60 at volatility 0), volatile ones are flagged almost always (0.95 at 1).
-FLAG_BAR_AT_STABLE = 0.60
-FLAG_BAR_AT_VOLATILE = 0.95
-# Nearest neighbours checked per new fact: more for volatile domains, where changes are frequent.
-CANDIDATES_AT_STABLE = 6
-CANDIDATES_AT_VOLATILE = 10
 # Days for a fully volatile fact to fade to half its ranking weight; stable facts fade far slower.
 HALF_LIFE_DAYS_AT_VOLATILE = 30.0
 # Ranking never drops a fact below this share of its similarity: fading orders, it does not hide.
@@ -92,17 +86,6 @@ class VolatilityPriors:
         """The domain if the table has it, else None (a model's made-up domain is not kept)."""
         return domain if domain is not None and domain in self.table else None
 
-
-def _between(low: float, high: float, volatility: float) -> float:
-    return low + (high - low) * volatility
-
-
-def stage1_flag_bar(volatility: float) -> float:
-    return _between(FLAG_BAR_AT_STABLE, FLAG_BAR_AT_VOLATILE, volatility)
-
-
-def candidate_budget(volatility: float) -> int:
-    return round(_between(CANDIDATES_AT_STABLE, CANDIDATES_AT_VOLATILE, volatility))
 
 
 def freshness(age_days: float, volatility: float) -> float:

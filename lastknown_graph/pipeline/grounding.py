@@ -182,14 +182,6 @@ def holds_a_marker(fact_text: str, markers: frozenset[str], user_messages: list[
     return any(word.lower() in markers and word.lower() not in said for word in _WORD.findall(fact_text))
 
 
-def restates_the_prompt(reasoning: str, facts: list[str], prompt_texts: list[str]) -> bool:
-    """A model's reasoning that names none of ``facts`` and is mostly the prompt's own words: the question
-    answered with itself ("A person can have both facts true at the same time, today"), not a reason about the
-    facts. A short reason of its own ("scripted", "Moved.") is not one; no reason at all is."""
-    words = _stems(reasoning)
-    return not words or (not words & _stems(" ".join(facts)) and mostly_words_of(reasoning, prompt_texts))
-
-
 # "... is outdated", "no longer true": a verdict about other facts, with nothing of what is true now.
 _OUTDATED = re.compile(
     r"\b(outdated|out of date|obsolete|no longer (true|accurate|valid|correct|current|relevant|applies|applicable)|"

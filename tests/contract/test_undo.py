@@ -33,7 +33,6 @@ from lastknown_graph.errors import (
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from tests.builders import DIMENSION, SessionBuilder, near, new_user, vec
-from tests.contract.test_store_contract import neo4j_retries_bad_arguments
 from tests.store_files import files_holding, store_files
 
 
@@ -227,7 +226,6 @@ def test_unknown_sessions_and_undoing_an_undo_are_typed_errors_that_change_nothi
 
 @pytest.mark.parametrize("bad", ["", " padded ", "a\x00b", "line\nbreak", "x" * 201])
 def test_bad_ids_are_refused_before_anything_changes(request: pytest.FixtureRequest, store: Store, bad: str) -> None:
-    neo4j_retries_bad_arguments(request, store)
     user = new_user()
     portland_then_phoenix(store, user)
     before = export(store, user)

@@ -12,7 +12,6 @@ from lastknown_graph.pipeline.grounding import (
     mostly_words_of,
     names_a_moment,
     reads_like_an_answer,
-    restates_the_prompt,
     ungrounded_terms,
 )
 
@@ -121,27 +120,6 @@ def test_a_fact_mostly_in_other_texts_words_is_recognised() -> None:
 
 # A pairwise judging prompt's own words (its instructions and worked reasons): what a reasoning that only restates the
 # question is made of.
-PROMPT_WORDS = [
-    "You keep a memory about one person. A newer fact can make an older fact untrue. Facts that can both hold at "
-    "once stay true. Can the same person have both facts true at the same time, today?",
-    "Buying a teapot does not stop someone drinking coffee; both can hold.",
-    "A person can enjoy novels and take a pottery class; one does not end the other.",
-]
-
-
-@pytest.mark.parametrize(
-    ("reasoning", "restated"),
-    [
-        ("A person can have both facts true at the same time, today; one does not end the other.", True),
-        ("The newer fact about buying a teapot does not contradict the older fact about drinking black coffee.", True),
-        ("", True),  # no reason at all says no more about the pair
-        ("Moving to Porto ends the Lyon home.", False),  # names the facts
-        ("The person can have both facts true, since Lyon is near the coast.", False),  # one fact's word is enough
-        ("scripted", False),  # few words, none of them the prompt's: a reason of its own
-    ],
-)
-def test_a_reason_that_only_restates_the_prompt_is_told_from_a_reason(reasoning: str, restated: bool) -> None:
-    assert restates_the_prompt(reasoning, ["Lives in Lyon", "Lives in Porto"], PROMPT_WORDS) is restated
 
 
 @pytest.mark.parametrize(("fact", "moment"), [
