@@ -11,7 +11,8 @@ Routes, in the order they are tried (``Route``):
    confirms the stored fact; nothing is added.
 3. ``overtaken``: a one-valued attribute already holds a different value stated on a later day (conversations
    written out of date order): the new fact is stored as already replaced.
-4. ``replaced``: a one-valued attribute, a value the user stated, naming something the current value does not: the
+4. ``first``: a one-valued attribute with no current value: the new fact is its value.
+   ``replaced``: a one-valued attribute, a value the user stated, naming something the current value does not: the
    current value is retired, no model asked (one home at a time).
 5. ``judged``: a one-valued attribute and a value that is only implied, or names nothing specific where the current
    one does ("Lives in a city"): one call per current value asks whether it is the same value or a different one
