@@ -71,7 +71,7 @@ from bench.mature_user import mature_export
 from bench.prefix_cache import PrefixCache, ServerLog, logged_completions, prompt_words
 from bench.scenarios import SCENARIOS, Scenario, rules_for
 from lastknown_graph.domain.reports import Answer, WriteReport
-from lastknown_graph.embedders import LocalEmbedder
+from lastknown_graph.embedders import Embedder, LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import Memory
 from lastknown_graph.pipeline.premise import PremiseSettings
@@ -292,7 +292,7 @@ def run_scenario(options: RunOptions, setting: Setting, size: int, scenario: Sce
 
 
 class CachedEmbedder:
-    """The bundled MiniLM, each text embedded once per run.
+    """An embedder (the bundled MiniLM unless given another) with each text embedded once per run.
 
     On this shared 2-core machine one MiniLM call took 0.5-2.5 s under load, more than the model calls whose cost
     is measured here, and as noisy: with the scripted model, the texts a run will embed (the scenarios' facts and
@@ -300,8 +300,8 @@ class CachedEmbedder:
     is the model's calls, the planning and the store.
     """
 
-    def __init__(self) -> None:
-        self._inner = LocalEmbedder()
+    def __init__(self, inner: Embedder | None = None) -> None:
+        self._inner = inner if inner is not None else LocalEmbedder()
         self._vectors: dict[str, list[float]] = {}
 
     @property

@@ -27,7 +27,6 @@ from bench.judgment import data
 from bench.judgment.grading import grade
 from bench.judgment.report import RunInfo, graded, render, summary, totals
 from bench.judgment.run import (
-    CachingEmbedder,
     Outcome,
     Setup,
     append_outcome,
@@ -39,6 +38,7 @@ from bench.judgment.run import (
 from bench.judgment.scripted import label_double
 from bench.judgment.users import USER_ID
 from bench.mature_user import mature_export
+from bench.write_cost import CachedEmbedder
 from lastknown_graph import LLM
 from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.embedders import Embedder, LocalEmbedder
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     conversations = chosen(labelled.conversations, args)
     model = SCRIPTED if args.quick else args.model
     out = args.out or default_out(model, args.facts)
-    embedder: Embedder = CachingEmbedder(LocalEmbedder() if args.embedder == "local" else HashedEmbedder())
+    embedder: Embedder = CachedEmbedder(LocalEmbedder() if args.embedder == "local" else HashedEmbedder())
     library = library_digest()
     run_key = json.dumps({"model": model, "facts": args.facts, "embedder": embedder.name, "library": library})
     answers = out.with_suffix(".jsonl")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
@@ -29,33 +29,6 @@ from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import ChatModel, LLMOutputError
 
 LIBRARY = Path(__file__).resolve().parents[2] / "lastknown_graph"
-
-
-class CachingEmbedder:
-    """An embedder that embeds each text once per run.
-
-    The background's N facts are the same for every conversation; embedding them again for each would cost more
-    than the writes measured. The cache holds at most the texts of one run (the background, the foregrounds and
-    the facts the writes add), so it stays small.
-    """
-
-    def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
-        self._vectors: dict[str, list[float]] = {}
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if missing:
-            self._vectors.update(zip(missing, self._inner.embed(missing), strict=True))
-        return [list(self._vectors[t]) for t in texts]
 
 
 @dataclass(frozen=True)
