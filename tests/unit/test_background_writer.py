@@ -306,16 +306,22 @@ def test_writes_left_in_the_spool_are_written_first_in_order_under_their_job_ids
     assert spool_files(spool) == [] and len(model.calls_for("extraction")) == 2
 
 
-def test_a_spooled_write_that_had_committed_is_not_written_twice(gate: Gate, tmp_path: Path) -> None:
-    store, spool = EmbeddedStore(tmp_path / "memory.json"), tmp_path / "spool"
+def commit_leaving_the_spool_file(gate: Gate, store: EmbeddedStore, spool: Path) -> None:
+    """Write "I live in Lyon." (session s1) through a writer, then put its spool file back, as a process stopped
+    between the commit and the file's deletion leaves it."""
     with BackgroundWriter(memory_with(gate, store), spool_dir=spool) as writer:
         handle = writer.submit(["I live in Lyon."], "2024-01-10", "s1")
         [path] = spool_files(spool)
         copy = path.read_bytes()
         gate.open()
         handle.result(timeout=TIMEOUT_S)
+    path.write_bytes(copy)
+
+
+def test_a_spooled_write_that_had_committed_is_not_written_twice(gate: Gate, tmp_path: Path) -> None:
+    store, spool = EmbeddedStore(tmp_path / "memory.json"), tmp_path / "spool"
+    commit_leaving_the_spool_file(gate, store, spool)
     before = store.export_user("ada").model_dump(exclude={"exported_at"})
-    path.write_bytes(copy)  # as a process stopped between the commit and the file's deletion leaves it
 
     model = ScriptedModel(lives_in)
     with BackgroundWriter(Memory(model, HashedEmbedder(), "ada", store), spool_dir=spool) as again:
@@ -566,13 +572,7 @@ def test_a_spooled_write_of_a_session_undone_since_is_not_written_again(gate: Ga
     undo`` from a shell), it came back at the next start."""
     store, spool = EmbeddedStore(tmp_path / "memory.json"), tmp_path / "spool"
     memory_with(lives_in, store).write(["I live in Oslo."], "2024-01-01", "s0")
-    with BackgroundWriter(memory_with(gate, store), spool_dir=spool) as writer:
-        handle = writer.submit(["I live in Lyon."], "2024-01-10", "s1")
-        [path] = spool_files(spool)
-        copy = path.read_bytes()
-        gate.open()
-        handle.result(timeout=TIMEOUT_S)
-    path.write_bytes(copy)  # as a process stopped between the commit and the file's deletion leaves it
+    commit_leaving_the_spool_file(gate, store, spool)
     memory_with(lives_in, store).undo("s1")
     undone = store.export_user("ada").model_dump(exclude={"exported_at"})
 
