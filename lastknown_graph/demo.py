@@ -187,7 +187,8 @@ def cli_command() -> str:
     script = Path(sys.executable).parent / "lastknown"
     on_path = shutil.which("lastknown")
     if script.exists() and (on_path is None or Path(on_path).resolve() != script.resolve()):
-        return shlex.quote(os.path.relpath(script) if not os.path.relpath(script).startswith("..") else str(script))
+        relative = os.path.relpath(script)
+        return shlex.quote(str(script) if relative.startswith("..") else relative)
     return "lastknown"
 
 
