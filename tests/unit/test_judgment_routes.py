@@ -145,20 +145,36 @@ def test_the_same_value_again_confirms_with_no_call(
     assert [(f.text, f.confirmed_in) for f in memory.current()] == [("Lives in Lyon", ("s2",))]
 
 
-def test_a_vaguer_stated_value_is_asked_once_and_same_confirms_and_adds_nothing(
+def test_a_vaguer_stated_value_with_no_word_of_change_confirms_with_no_call(
     script: Script, model: ScriptedModel, memory: Memory, routes: list[tuple[Route, ...]]
 ) -> None:
     lives_in_lyon(script, memory)
     script.extractions["city"] = [state("Lives in a city", "home_location")]
-    script.verdicts["Lives in Lyon"] = "same"
+    script.verdicts["Lives in Lyon"] = "different"  # never asked: a rule decides
     before = len(model.calls)
     report = memory.write(["Honestly I prefer living in a city."], date="2024-06-01", session="s2")
+    assert purposes_since(model, before) == ["extraction"]
+    assert [(c.text, c.said_as) for c in report.confirmed] == [("Lives in Lyon", "Lives in a city")]
+    assert report.added == () and report.retired == ()
+    assert routes[-1] == (Route.REPEATED,)
+    assert current_texts(memory) == {"Lives in Lyon"}
+
+
+@pytest.mark.parametrize("words", ["We live in a village now.", "Since the move we live in a village."])
+def test_a_vaguer_stated_value_said_with_a_word_of_change_is_asked_once_and_same_confirms(
+    script: Script, model: ScriptedModel, memory: Memory, routes: list[tuple[Route, ...]], words: str
+) -> None:
+    lives_in_lyon(script, memory)
+    script.extractions["village"] = [state("Lives in a village", "home_location")]
+    script.verdicts["Lives in Lyon"] = "same"
+    before = len(model.calls)
+    report = memory.write([words], date="2024-06-01", session="s2")
     assert purposes_since(model, before) == ["extraction", "value_change"]
     [asked] = model.calls_for("value_change")
     assert current_value(asked) == "Lives in Lyon"
-    assert "Newer note (from 2024-06-01): Lives in a city" in asked.last_user_message
-    assert '"Honestly I prefer living in a city."' in asked.last_user_message  # the user's words, as evidence
-    assert [(c.text, c.said_as) for c in report.confirmed] == [("Lives in Lyon", "Lives in a city")]
+    assert "Newer note (from 2024-06-01): Lives in a village" in asked.last_user_message
+    assert f'"{words}"' in asked.last_user_message  # the user's words, as evidence
+    assert [(c.text, c.said_as) for c in report.confirmed] == [("Lives in Lyon", "Lives in a village")]
     assert report.added == () and report.retired == ()
     assert routes[-1] == (Route.JUDGED,)
     assert current_texts(memory) == {"Lives in Lyon"}
