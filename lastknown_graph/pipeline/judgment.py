@@ -21,7 +21,8 @@ Routes, in the order they are tried (``Route``):
    (``prompts/value_change.py``), reasoning first. "Same": the stored fact is confirmed. "Different": retired,
    unless a well-confirmed stable fact resists an implied blip (a dispute), and a verdict for an implied fact waits
    in the review queue.
-6. ``ended``: a many-valued attribute and a fact saying something is over ("No longer owns a boat"): one call lists
+6. ``ended``: a many-valued attribute and a fact saying something is over ("No longer owns a boat", flagged by the
+   extraction or in words that leave no doubt: ``value_rules.says_over``): one call lists
    the attribute's current facts and asks which it ends (``prompts/no_longer_true.py``).
 7. ``kept``: a many-valued attribute otherwise: a new hobby ends nothing.
 After a ``replaced`` or ``judged`` change, the facts of the attribute's family and dependants (a commute after a

@@ -96,6 +96,18 @@ def announces_change(*texts: str) -> bool:
                for m in _WORD.finditer(unicodedata.normalize("NFKC", text).casefold()))
 
 
+# What says, beyond doubt, that something the user had or did is over: a fact saying it is an ending even when the
+# extraction did not flag it ("Sold the camper van" flagged as a plain possession). Narrower than ``_ENDING``: "left"
+# or "gave" alone say nothing is over ("Gave a talk").
+_OVER = re.compile(r"\b(?:no longer|not any ?more|anymore|stopped|quit|sold|formerly|died|passed away|gave (?:up|away)"
+                   r"|broke up|got rid of)\b", re.IGNORECASE)
+
+
+def says_over(text: str) -> bool:
+    """``text`` says that something the user had or did is over."""
+    return _OVER.search(unicodedata.normalize("NFKC", text)) is not None
+
+
 def _ends(text: str) -> bool:
     folded = unicodedata.normalize("NFKC", text).casefold()
     return any(m.group(0) in _ENDING for m in _WORD.finditer(folded))

@@ -82,7 +82,7 @@ from lastknown_graph.pipeline.judgment import (
     which_no_longer_true,
 )
 from lastknown_graph.pipeline.text_checks import normalised
-from lastknown_graph.pipeline.value_rules import resumes
+from lastknown_graph.pipeline.value_rules import resumes, says_over
 from lastknown_graph.prompts.extraction import (
     EXAMPLE_MARKERS,
     MAX_FACTS_PER_CONVERSATION,
@@ -288,7 +288,7 @@ class _Planner:
                                                              new_fact_id=new.id, new_text=new.text)))
             return
         if not attribute.one_valued:
-            self._plan_many_valued(new, attribute, fact.ended, words)
+            self._plan_many_valued(new, attribute, fact.ended or says_over(fact.text), words)
             return
         self._plan_one_valued(new, attribute, words, source_ids)
 

@@ -350,6 +350,25 @@ def test_an_ending_asks_once_listing_only_its_attributes_facts_and_retires_only_
     assert current_texts(memory) == {*VEHICLES, *NOT_VEHICLES, "Sold the red van"} - {"Owns a red van"}
 
 
+@pytest.mark.parametrize(("said", "text", "asks"), [
+    ("I sold the red van on Saturday.", "Sold the red van", True),
+    ("The van? Got rid of it in spring.", "Got rid of the red van", True),
+    ("I left the red van at my sister's for the week.", "Left the red van at a sister's place", False),
+])
+def test_an_ending_the_extraction_did_not_flag_is_read_from_its_words(
+    script: Script, model: ScriptedModel, memory: Memory, said: str, text: str, asks: bool
+) -> None:
+    """The flag is the model's; the words are the code's: "sold" says something is over whatever the flag says, while
+    "left" alone does not."""
+    garage(script, memory)
+    script.extractions["van"] = [state(text, "vehicle")]
+    script.ends = {"Owns a red van"}
+    before = len(model.calls)
+    report = memory.write([said], date="2024-06-01", session="s2")
+    assert purposes_since(model, before) == (["extraction", "ended"] if asks else ["extraction"])
+    assert [r.old_text for r in report.retired] == (["Owns a red van"] if asks else [])
+
+
 def test_an_implied_ending_the_model_names_a_fact_for_waits_in_the_review_queue(
     script: Script, memory: Memory
 ) -> None:
