@@ -19,7 +19,8 @@ How the N facts are made, deterministically (a fixed seed):
   the write path does (a ``supersedes`` link from the new fact, stage ``replaced``): about one fact in ten ends up
   retired (11 of 100, 86 of 1,000), which the premise guard of an answer then meets;
 - sessions of five facts each (the user's five sentences are its messages, each fact linked to its sentence),
-  spread evenly over the two years before the scenarios' conversations start (2022-01-01 to 2023-12-01).
+  spread evenly over the two years before the scenarios' conversations start (2022-01-01 to 2023-12-01), or over
+  the same span ending on another ``last_day`` (STALE's scenarios start between 2020 and 2024).
 
 The same N gives the same history; the first facts of a larger user are not those of a smaller one (each N is
 spread over the same two years).
@@ -193,13 +194,15 @@ class BackgroundFact:
     day: date
 
 
-def background_facts(count: int) -> list[BackgroundFact]:
-    """``count`` facts in the order they were said, each a different text, spread over FIRST_DAY..LAST_DAY."""
+def background_facts(count: int, last_day: date = LAST_DAY) -> list[BackgroundFact]:
+    """``count`` facts in the order they were said, each a different text, spread over FIRST_DAY..LAST_DAY, or over
+    as many days ending on ``last_day`` (the texts do not depend on the days)."""
     rng = random.Random(SEED)
     pools = [rng.sample(list(topic.values), len(topic.values)) for topic in TOPICS]
     used = [0] * len(TOPICS)
     seen_texts: set[str] = set()
     span = (LAST_DAY - FIRST_DAY).days
+    first_day = last_day - timedelta(days=span)
     facts: list[BackgroundFact] = []
     while len(facts) < count:
         available = [i for i in range(len(TOPICS)) if used[i] < len(pools[i])]
@@ -212,14 +215,16 @@ def background_facts(count: int) -> list[BackgroundFact]:
         if text in seen_texts:  # two topics that state the same fact ("Lives in ..."): said once
             continue
         seen_texts.add(text)
-        day = FIRST_DAY + timedelta(days=span * len(facts) // max(count - 1, 1))
+        day = first_day + timedelta(days=span * len(facts) // max(count - 1, 1))
         facts.append(BackgroundFact(len(facts), topic, topic.said(value), text, day))
     return facts
 
 
-def mature_export(user_id: str, count: int, embed: Callable[[list[str]], list[list[float]]]) -> UserExport:
-    """A user whose memory holds ``count`` facts (see the module docstring); ``embed`` embeds fact texts."""
-    facts = background_facts(count)
+def mature_export(user_id: str, count: int, embed: Callable[[list[str]], list[list[float]]],
+                  last_day: date = LAST_DAY) -> UserExport:
+    """A user whose memory holds ``count`` facts said up to ``last_day`` (see the module docstring); ``embed`` embeds
+    fact texts."""
+    facts = background_facts(count, last_day)
     vectors = embed([f.text for f in facts]) if facts else []
     sessions: list[ExportedSession] = []
     messages: list[ExportedMessage] = []
@@ -252,7 +257,7 @@ def mature_export(user_id: str, count: int, embed: Callable[[list[str]], list[li
                 ))
             current_on[fact.topic.name] = fact.index
     return UserExport(
-        user_id=user_id, exported_at=datetime.combine(LAST_DAY, time(12), tzinfo=UTC), sessions=tuple(sessions),
+        user_id=user_id, exported_at=datetime.combine(last_day, time(12), tzinfo=UTC), sessions=tuple(sessions),
         messages=tuple(messages), facts=tuple(ExportedFact.model_validate(f) for f in exported.values()),
         confirmations=(), replacements=tuple(replacements),
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from bench.background import no_longer_current
 from bench.judgment.data import Conversation
 from lastknown_graph.domain.models import FactStatus
 
@@ -40,8 +41,7 @@ def observe(foreground_status: Mapping[str, FactStatus], background_before: Mapp
             background_after: Mapping[str, FactStatus]) -> Observation:
     """``background_before``: id -> text of the background facts current before the write; ``background_after``:
     their statuses after it (an id missing there is a fact that is gone, so not current)."""
-    ended = tuple(sorted(text for fact_id, text in background_before.items()
-                         if background_after.get(fact_id) is not FactStatus.CURRENT))
+    ended = tuple(sorted(no_longer_current(background_before, background_after).values()))
     return Observation(dict(foreground_status), len(background_before), ended)
 
 

@@ -1,12 +1,10 @@
 """One conversation's user: the mature background with the conversation's attributes taken out, plus its foreground.
 
 The background is ``bench/mature_user.py``'s N-fact history, built once per run. For each conversation every
-background fact is dropped whose attribute is one of the foreground's, or one a change of those may end (their
-family and dependants, ``AttributeTable.affected_by``: a move may end a commute). What stays can only be touched by
-a conversation that reaches across attributes, so any of it retired is collateral; the foreground's own family and
-dependants are labelled where a conversation can end them. Dropping a fact drops all of it: current and retired
-facts of those attributes alike, the replacement links between them, the message each was said in, and a session
-left with no message, so the export is one a run of writes could have made (its integrity audit must pass).
+background fact is dropped whose attribute is one of the foreground's, or one a change of those may end
+(``bench/background.py`` says how): what stays can only be touched by a conversation that reaches across
+attributes, so any of it retired is collateral; the foreground's own family and dependants are labelled where a
+conversation can end them.
 
 The foreground is one more session, on the data's foreground day, after the whole background: one message and one
 current, stated fact per foreground fact, the message holding the fact's text.
@@ -17,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time
 
+from bench.background import disjoint_background, require_importable, with_affected
 from bench.judgment.data import Conversation
 from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.domain.models import (
@@ -40,39 +39,7 @@ def foreground_fact_id(index: int) -> str:
 
 def excluded_attributes(conversation: Conversation, table: AttributeTable) -> frozenset[str]:
     """The foreground's attributes and every attribute a change of one of them may end."""
-    names: set[str] = set()
-    for fact in conversation.foreground:
-        attribute = table.resolve(fact.attribute)
-        names.add(attribute.name)
-        names.update(a.name for a in table.affected_by(attribute))
-    return frozenset(names)
-
-
-def disjoint_background(background: UserExport, excluded: frozenset[str], table: AttributeTable) -> UserExport:
-    """``background`` without any fact (current or retired) on an ``excluded`` attribute, nor what only it used."""
-    dropped = {f.id for f in background.facts if table.resolve(f.topic).name in excluded}
-    facts = [f for f in background.facts if f.id not in dropped]
-    still_cited = {m for f in facts for m in f.source_message_ids}
-    only_dropped = {m for f in background.facts if f.id in dropped for m in f.source_message_ids} - still_cited
-    kept_messages = [m for m in background.messages if m.id not in only_dropped]
-    # Indices numbered again within each session, as a write of only the kept turns would have numbered them.
-    messages: list[ExportedMessage] = []
-    position: dict[str, int] = {}
-    for message in sorted(kept_messages, key=lambda m: (m.session_id, m.index)):
-        index = position.get(message.session_id, 0)
-        position[message.session_id] = index + 1
-        messages.append(message.model_copy(update={"index": index}))
-    sessions = tuple(s for s in background.sessions if s.id in position)
-    confirmations = tuple(c for c in background.confirmations
-                          if c.fact_id not in dropped and c.session_id in position)
-    replacements = tuple(r for r in background.replacements
-                         if r.new_fact_id not in dropped and r.old_fact_id not in dropped)
-    export = UserExport(
-        user_id=background.user_id, exported_at=background.exported_at, sessions=sessions, messages=tuple(messages),
-        facts=tuple(facts), confirmations=confirmations, replacements=replacements,
-    )
-    _require_importable(export)
-    return export
+    return with_affected((fact.attribute for fact in conversation.foreground), table)
 
 
 def with_foreground(background: UserExport, conversation: Conversation, day: date, embed: Embed,
@@ -102,7 +69,7 @@ def with_foreground(background: UserExport, conversation: Conversation, day: dat
     })
     # model_copy skips validation; validating again checks that every reference still resolves.
     export = UserExport.model_validate(export.model_dump())
-    _require_importable(export)
+    require_importable(export)
     return export
 
 
@@ -112,8 +79,3 @@ def conversation_user(background: UserExport, conversation: Conversation, day: d
     disjoint = disjoint_background(background, excluded_attributes(conversation, table), table)
     return with_foreground(disjoint, conversation, day, embed, table)
 
-
-def _require_importable(export: UserExport) -> None:
-    problems = export.integrity_problems()
-    if problems:
-        raise ValueError(f"the labelled user's export would be refused: {'; '.join(problems[:3])}")

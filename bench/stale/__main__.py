@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench._report import invocation, library_version, write_generated
+from bench.mature_user import background_facts
 from bench.stale.dataset import (
     CI_SKELETONS,
     DEFAULT_LAYOUT,
@@ -29,6 +30,7 @@ from bench.stale.dataset import (
     load_scenarios,
 )
 from bench.stale.judge import EXTRAS_FILE, RUBRIC_FILE, Judge, JudgePrompt
+from bench.stale.mature import MatureUser
 from bench.stale.peers import GRAPHITI, MEM0, PEERS, PeerNotInstalledError, installed_version
 from bench.stale.report import generated_markdown, report_path, summary_json, summary_json_path
 from bench.stale.runner import PEER_VERSIONS, RunMismatchError, RunPlan, run
@@ -121,6 +123,10 @@ def parser() -> argparse.ArgumentParser:
                     help=f"memory: PremiseSettings.checks (default {PremiseSettings().checks}, the library's; "
                          "similarity: no call, a close retired fact closer than what replaced it is noted; per_fact: "
                          "one one-token check per close retired fact; listed: three to a call, one line each)")
+    go.add_argument("--mature-user", type=int, default=0, metavar="N",
+                    help="the memory only: each scenario's user first holds an N-fact history (bench/mature_user.py, "
+                         "imported, no model call) without the scenario's attributes; any of it retired is a false "
+                         "retirement (bench/stale/mature.py; default 0: an empty user, as the baselines always are)")
     go.add_argument("--retry-errors", action="store_true", help="rerun scenarios recorded with a system or judge error")
     go.add_argument("--no-progress", action="store_true", help="no progress bar")
     go.add_argument("--verbose", action="store_true", help="the library's INFO log (what the client fell back to)")
@@ -201,6 +207,14 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.answer_max_tokens < 1:
         print("bench.stale: --answer-max-tokens must be at least 1", file=sys.stderr)
         return 2
+    if args.mature_user < 0:
+        print("bench.stale: --mature-user must be 0 (off) or more", file=sys.stderr)
+        return 2
+    try:
+        background_facts(args.mature_user)
+    except ValueError as exc:  # more facts than the topics hold
+        print(f"bench.stale: --mature-user {args.mature_user}: {exc}", file=sys.stderr)
+        return 2
     peers = [system for system in args.system if system in PEERS]
     missing = [system for system in peers if installed_version(system) is None]
     if missing:
@@ -270,6 +284,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             PEER_VERSIONS: {system: installed_version(system) for system in peers},
             "graphiti_store": (f"Neo4j at {peer_config.neo4j_uri}, one group per scenario"
                                if peer_config is not None and GRAPHITI in peers else None),
+            **({"mature_user": args.mature_user} if args.mature_user else {}),  # a plain run's run.json as before
             "command": invocation("python -m bench.stale", argv),
             # A run resumed under other prompts or rules would mix two memories in one table.
             "code": library_version(),
@@ -280,7 +295,8 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         resources = Resources(llm=llm, embedder=embedder, neo4j=neo4j, history_max_chars=args.history_max_chars,
                               rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens,
                               premise_settings=PremiseSettings(checks=args.premise_checks),
-                              peers=peer_config)
+                              peers=peer_config,
+                              mature=MatureUser(args.mature_user, embedder) if args.mature_user else None)
         try:
             summary = run(plan, resources, judge)
         except RunMismatchError as exc:

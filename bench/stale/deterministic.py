@@ -8,7 +8,9 @@ scores a small-model run can trust are the ones read deterministically:
 - **both right** counts scenarios that pass both: a "No" to everything passes the first, a "Yes" to
   everything the second, neither passes both;
 - linkage, false retirements and whether the new state was kept come from the memory's graph
-  (``bench/stale/linkage.py``).
+  (``bench/stale/linkage.py``);
+- on a mature user (``run --mature-user``), the background facts the sessions ended, and calls and seconds per
+  write (``mature_figures``).
 
 How a leading answer is read (``leading_answer``), after dropping markdown marks, quotes, brackets and a
 leading "Answer:":
@@ -34,6 +36,7 @@ from collections.abc import Sequence
 from typing import Final, Literal
 
 from bench.stale.records import ScenarioResult
+from lastknown_graph.llm.wire import PROBE_PURPOSE
 
 Leading = Literal["yes", "no", "unclear"]
 
@@ -138,4 +141,40 @@ def summary(results: Sequence[ScenarioResult]) -> dict[str, object]:
             "false_retirement_rate": _share(results, [bool(x.false_retirements) for x in linked]),
             "m_new_kept": _share(results, [bool(x.new_facts_current) for x in linked]),
         })
+    if any(r.background is not None for r in results):
+        out.update(mature_figures(results))
     return out
+
+
+def _ratio(part: float, whole: float, digits: int) -> float | None:
+    return round(part / whole, digits) if whole else None
+
+
+def write_calls(result: ScenarioResult) -> int:
+    """The model calls of the scenario's writes, the client's capability probes left out."""
+    return sum(counts.calls for purpose, counts in result.usage.get("ingest", {}).items() if purpose != PROBE_PURPOSE)
+
+
+def mature_figures(results: Sequence[ScenarioResult]) -> dict[str, object]:
+    """Mature mode (``run --mature-user``): the background facts the sessions ended, every one a false retirement,
+    and what a write cost (one session is one write; its calls and seconds are the ingest's, the import left out, and
+    so are the client's capability probes, paid once per run in whichever scenario came first). Over the scenarios
+    that finished: an errored one has no graph read."""
+    done = [(r, r.background) for r in results if r.status == "ok" and r.background is not None]
+    writes = sum(r.sessions for r, _ in done)
+    at_risk = sum(b.current for _, b in done)
+    retired = sum(len(b.ended) for _, b in done)
+    calls = sum(write_calls(r) for r, _ in done)
+    seconds = sum(r.seconds.get("ingest", 0.0) for r, _ in done)
+    return {
+        "background_scenarios": len(done),
+        "background_current": _ratio(at_risk, len(done), 1),  # mean background facts current once imported
+        "background_retired": retired,
+        "background_retired_scenarios": sum(bool(b.ended) for _, b in done),
+        "background_retired_per_scenario": _ratio(retired, len(done), 3),
+        "background_retired_per_write": _ratio(retired, writes, 4),
+        "background_retired_share": _ratio(retired, at_risk, 4),
+        "writes": writes,
+        "calls_per_write": _ratio(calls, writes, 2),
+        "seconds_per_write": _ratio(seconds, writes, 2),
+    }

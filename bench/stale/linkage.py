@@ -11,8 +11,10 @@ M_old verbatim, every fact of the old session counts (``source = "session"``).
 
 Two more counts, also from the graph alone:
 
-- ``false_retirements``: facts of any session that a session other than M_new's retired or expired. In
-  evidence-only mode nothing else changes, so each one is a change the memory made up;
+- ``false_retirements``: facts of any of the scenario's sessions that a session other than M_new's retired or
+  expired. In evidence-only mode nothing else changes, so each one is a change the memory made up. On a mature user
+  the background's facts are left out (the background was imported with retirements of its own; what the scenario
+  did to it is counted apart, ``bench/stale/mature.py``);
 - ``new_facts`` / ``new_facts_current``: the facts taken from the M_new statement (found the same way) and how
   many of them are current at the end: a memory that notices the change but drops the new state has not
   kept it.
@@ -20,6 +22,7 @@ Two more counts, also from the graph alone:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal
 
 from bench.stale.records import Linkage
@@ -50,7 +53,8 @@ def old_fact_ids(export: UserExport, statement: str, old_session_id: str) -> set
 
 
 def linkage(export: UserExport, statement: str, old_session_id: str, new_session_id: str,
-            new_statement: str) -> Linkage:
+            new_statement: str, background: Collection[str] = frozenset()) -> Linkage:
+    """``background``: the ids of a mature user's imported facts, left out of ``false_retirements``."""
     old_facts, source = statement_facts(export, statement, old_session_id)
     new_facts, new_source = statement_facts(export, new_statement, new_session_id)
     ended = {
@@ -67,7 +71,8 @@ def linkage(export: UserExport, statement: str, old_session_id: str, new_session
         category = "retired_by_other_session"
     else:
         category = "missed"
-    false_retirements = sum(1 for session in ended.values() if session != new_session_id)
+    false_retirements = sum(1 for fact_id, session in ended.items()
+                            if session != new_session_id and fact_id not in background)
     return Linkage(category=category, old_facts=len(old_facts), retired_by_new_session=by_new,
                    retired_by_other_session=by_other, still_current=still, source=source,
                    false_retirements=false_retirements, new_facts=len(new_facts),

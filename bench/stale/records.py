@@ -11,9 +11,9 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from lastknown_graph.domain.reports import UsageCounts, UsageReport
 
@@ -74,6 +74,27 @@ class PairCheck(Record):
     changed: bool | None = None
 
 
+class EndedFact(Record):
+    """A background fact current before the scenario's first session and not at the end."""
+
+    id: str
+    text: str
+    status: str  # retired, expired or disputed; "gone" when the fact is no longer stored
+    session: str | None = None  # the session whose fact retired or expired it, when a link says
+
+
+class Background(Record):
+    """Mature mode (``run --mature-user``, the memory only): the background the scenario's user held before its first
+    session, and which of it the sessions ended (``bench/stale/mature.py``)."""
+
+    facts: int  # background facts imported, current and retired
+    current: int  # of those, current once imported
+    excluded: list[str]  # attributes left out: the scenario's, and those a change of them may end
+    dimensions: list[str]  # the rows of bench/stale/mature.py's DIMENSIONS the explanation matched
+    ended: list[EndedFact] = Field(default_factory=list)  # every one is a false retirement
+    import_seconds: float = 0.0
+
+
 class ScenarioResult(Record):
     uid: str
     type: Literal["T1", "T2"]
@@ -90,6 +111,15 @@ class ScenarioResult(Record):
     checks: list[PairCheck] = Field(default_factory=list)  # memory only
     usage: dict[str, dict[str, UsageCounts]] = Field(default_factory=dict)  # phase -> purpose -> counts
     seconds: dict[str, float] = Field(default_factory=dict)  # phase -> wall time
+    background: Background | None = None  # mature mode only
+
+    @model_serializer(mode="wrap")
+    def _plain_without_background(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Outside mature mode the line is left without ``background``, so a plain run's records read as before."""
+        data: dict[str, Any] = handler(self)
+        if self.background is None:
+            data.pop("background", None)
+        return data
 
     @property
     def needs_rerun(self) -> bool:

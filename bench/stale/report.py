@@ -19,7 +19,7 @@ from pathlib import Path
 from statistics import mean
 
 from bench._report import machine_lines, markdown_table
-from bench.stale.deterministic import leading_answer, summary
+from bench.stale.deterministic import leading_answer, summary, write_calls
 from bench.stale.peers import DISTRIBUTIONS
 from bench.stale.probes import DIMENSIONS
 from bench.stale.records import ScenarioResult, all_results, sum_counts, total
@@ -184,8 +184,11 @@ def summary_json(out: Path) -> dict[str, object]:
         system: {kind: summary([r for r in results[system].values() if r.type == kind]) for kind in ("T1", "T2")}
         for system in systems if results[system]
     }
+    run = {k: meta.get(k) for k in keys}
+    if meta.get("mature_user"):  # a plain run's summary as before
+        run["mature_user"] = meta["mature_user"]
     return {
-        "run": {k: meta.get(k) for k in keys},
+        "run": run,
         "systems": {system: summary(list(results[system].values())) for system in systems if results[system]},
         "by_type": by_type,
     }
@@ -235,6 +238,12 @@ def judging_line(meta: Mapping[str, object]) -> str:
             f"{meta.get('screening') or 'per_pair'}")
 
 
+def mature_line(count: object) -> str:
+    return (f"- **mature user: {count} background facts** (`--mature-user {count}`): each scenario's memory user first "
+            "holds that history less the scenario's attributes (imported, no model call); the memory only, the "
+            "baselines and peers start empty as in a plain run (see Mature user below)")
+
+
 def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
     layout = meta.get("layout")
     mode = meta.get("mode")
@@ -242,6 +251,7 @@ def setup_lines(meta: Mapping[str, object], report_command: str) -> list[str]:
         f"- **What answered: {meta.get('label')}**",
         f"- data: `{meta.get('data')}` ({meta.get('scenarios')} scenarios, {meta.get('types')}); mode: {mode}"
         + (f", {layout}" if mode == "evidence-only" else ""),
+        *([mature_line(meta["mature_user"])] if meta.get("mature_user") else []),
         f"- answering model: {meta.get('model')} at {meta.get('base_url')}; answers capped at "
         f"{meta.get('answer_max_tokens', 'the default')} tokens",
         judge_line(meta),
@@ -284,11 +294,76 @@ def generated_markdown(out: Path, report_command: str) -> str:
                         deterministic_rows(by_system)),
         "",
     ]
+    parts += mature_sections(by_system)
     if judged:
         parts += judged_sections(by_system)
     parts += graph_and_cost_sections(by_system, n)
     parts += ["", "## For comparison", "", PUBLISHED, "", "## Machine", "", *machine_lines()]
     return "\n".join(parts)
+
+
+def mature_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        numbers = summary(results)
+        if "background_retired" not in numbers:
+            continue
+        rows.append([
+            system, numbers["background_scenarios"], _number(numbers["background_current"]),
+            f"**{numbers['background_retired']}**", numbers["background_retired_scenarios"],
+            _number(numbers["background_retired_per_scenario"]), _number(numbers["background_retired_per_write"]),
+            numbers["writes"], _number(numbers["calls_per_write"]), _number(numbers["seconds_per_write"]),
+            _fraction(numbers["linkage_new_session"]), _fraction(numbers["sr_det"]),
+            _fraction(numbers["keeps_new_det"]), numbers["both_right"],
+        ])
+    return rows
+
+
+def mature_scenario_rows(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for system, results in by_system.items():
+        for r in sorted(results, key=lambda r: (r.type, r.uid)):
+            if r.background is None:
+                continue
+            ended = "; ".join(f"{e.text} ({e.status}{f', by {e.session}' if e.session else ''})"
+                              for e in r.background.ended)
+            rows.append([r.uid[:8], r.type, system, ", ".join(r.background.dimensions), r.background.current,
+                         len(r.background.ended), r.sessions, write_calls(r), ended or "-"])
+    return rows
+
+
+def mature_sections(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[str]:
+    """Mature mode: the background facts the memory retired, and what a write cost. Nothing in a plain run."""
+    rows = mature_rows(by_system)
+    if not rows:
+        return []
+    parts = [
+        "## Mature user: background facts retired (no judge)", "",
+        "Each scenario's memory user first held the `bench/mature_user.py` history, dated over the two years before "
+        "the scenario's first session, less every fact on the attributes the scenario's explanation names and on "
+        "those a change of them may end (`bench/stale/mature.py`: DIMENSIONS maps the explanation's words to "
+        "attributes; `bench/background.py`). None of what stays is the scenario's business: each background fact "
+        "current once imported and not current at the end (retired, expired, disputed or gone) is a false "
+        "retirement. The false retirements column above counts the scenario's own facts only. A write is one "
+        "session's `write()`; calls and seconds per write are the ingest's, the import and the client's capability "
+        "probes left out. Over the scenarios that finished. The mode applies to the memory: baselines and peers "
+        "started empty.", "",
+        *markdown_table(["system", "scenarios", "background current (mean)", "background retired",
+                         "scenarios with one", "retired / scenario", "retired / write", "writes", "calls / write",
+                         "seconds / write", "linkage new session", "SR", "keeps new", "both right"], rows),
+        "",
+    ]
+    scenario_rows = mature_scenario_rows(by_system)
+    if len(scenario_rows) <= MAX_SCENARIO_ROWS * max(1, len(rows)):
+        parts += [
+            "### By scenario", "",
+            "dimensions: the DIMENSIONS rows the explanation matched; background current: facts current once "
+            "imported; retired: which of them the sessions ended, with the session whose fact ended each.", "",
+            *markdown_table(["uid", "type", "system", "dimensions", "background current", "retired", "writes",
+                             "write calls", "background facts retired"], scenario_rows, align_left=4),
+            "",
+        ]
+    return parts
 
 
 def judged_sections(by_system: Mapping[str, Sequence[ScenarioResult]]) -> list[str]:

@@ -16,6 +16,9 @@ from bench.stale.dataset import Layout, Scenario, scenario_sessions
 from bench.stale.judge import Judge
 from bench.stale.probes import probe_questions
 from bench.stale.records import (
+    Background,
+    Linkage,
+    PairCheck,
     ProbeResult,
     ResultWriter,
     ScenarioResult,
@@ -23,7 +26,7 @@ from bench.stale.records import (
     read_results,
     results_path,
 )
-from bench.stale.systems import MemorySystem, Resources, System, SystemFailure, make_system, user_id_for
+from bench.stale.systems import MEMORY, MemorySystem, Resources, System, SystemFailure, make_system, user_id_for
 from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.errors import LastknownError
 
@@ -32,7 +35,7 @@ logger = logging.getLogger(__name__)
 RUN_FILE = "run.json"
 # A resumed run must not mix answers from another model, judge, data or layout into the same files.
 IDENTITY_KEYS = ("label", "data", "mode", "layout", "model", "judge", "judge_model", "judge_prompt",
-                 "answer_max_tokens", "code")
+                 "answer_max_tokens", "code", "mature_user")
 
 
 PEER_VERSIONS = "peer_versions"  # system -> the version of its package, for the peers a run has run
@@ -101,7 +104,10 @@ def _strings(value: object) -> list[str]:
 
 def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources: Resources,
                  judge: Judge | None) -> ScenarioResult:
-    """Feed, ask, link; then judge, unless the run is judge-free (``judge`` None: deterministic grades only)."""
+    """Feed, ask, link; then judge, unless the run is judge-free (``judge`` None: deterministic grades only).
+
+    In mature mode the memory's user first holds the scenario's background (imported, no model call, timed apart
+    from the writes), and the result says which of it the sessions ended."""
     sessions = scenario_sessions(scenario, plan.skeletons, plan.layout)
     user_id = user_id_for(scenario)
     base = {"uid": scenario.uid, "type": scenario.type, "system": system_name, "user_id": user_id,
@@ -111,9 +117,17 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
     probes: dict[str, ProbeResult] = {}
     started = time.perf_counter()
     try:
-        system = make_system(system_name, resources, user_id)
-    except SystemFailure as exc:  # a peer that cannot start (its store, its model): nothing ran
-        return ScenarioResult(**base, status="error", error=str(exc), usage=usage, seconds=seconds)
+        prepared = (resources.mature.background(scenario, user_id)
+                    if system_name == MEMORY and resources.mature is not None else None)
+        system = make_system(system_name, resources, user_id, prepared)
+    except (LastknownError, SystemFailure) as exc:  # a peer that cannot start, a background not imported: nothing ran
+        return ScenarioResult(**base, status="error", error=_error(exc), usage=usage, seconds=seconds)
+    background: Background | None = None
+    if prepared is not None:
+        background = Background(facts=len(prepared.export.facts), current=len(prepared.current),
+                                excluded=sorted(prepared.excluded), dimensions=list(prepared.dimensions),
+                                import_seconds=round(time.perf_counter() - started, 3))
+        started = time.perf_counter()  # the ingest seconds are the writes' alone
     try:
         for session in sessions:
             system.ingest(session)
@@ -125,25 +139,34 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
             probes[probe] = probed.result
             add_usage(usage["answer"], probed.usage)
         seconds["answer"] = time.perf_counter() - started
-        linkage, checks = system.graph_results(scenario) if isinstance(system, MemorySystem) else (None, [])
+        linkage: Linkage | None = None
+        checks: list[PairCheck] = []
+        if isinstance(system, MemorySystem):
+            linkage, checks, ended = system.graph_results(scenario)
+            if background is not None:
+                background = background.model_copy(update={"ended": ended})
     except (LastknownError, SystemFailure) as exc:
         usage["ingest"] = system.ingest_usage
         # The time until the failure, in the phase that failed: what a failing peer cost is part of the comparison.
         seconds["answer" if "ingest" in seconds else "ingest"] = time.perf_counter() - started
-        error = f"{type(exc).__name__}: {exc}" if isinstance(exc, LastknownError) else str(exc)
-        return ScenarioResult(**base, status="error", error=error, probes=probes, usage=usage, seconds=seconds)
+        return ScenarioResult(**base, status="error", error=_error(exc), probes=probes, usage=usage,
+                              seconds=seconds)
     finally:
         _close(system)
     if judge is None:
         return ScenarioResult(**base, status="ok", probes=probes, linkage=linkage, checks=checks, usage=usage,
-                              seconds=seconds)
+                              seconds=seconds, background=background)
     started = time.perf_counter()
     judgement = judge.grade(scenario, probes)
     seconds["judge"] = time.perf_counter() - started
     add_usage(usage["judge"], judgement.usage)
     return ScenarioResult(**base, status="ok", probes=probes, grades=judgement.grades,
                           judge_errors=judgement.errors, linkage=linkage, checks=checks, usage=usage,
-                          seconds=seconds)
+                          seconds=seconds, background=background)
+
+
+def _error(exc: LastknownError | SystemFailure) -> str:
+    return f"{type(exc).__name__}: {exc}" if isinstance(exc, LastknownError) else str(exc)
 
 
 def _close(system: System) -> None:

@@ -7,9 +7,11 @@ model or about the memory's quality.
 The oracle:
 - extraction: a message holding M_old yields one fact quoting the statement's first words (``oracle_fact``: a
   user's sentence copied word for word is not a fact the memory stores, so the quote is framed), on one one-valued
-  attribute (``ORACLE_ATTRIBUTE``; any would do: the two statements are two values of it); a message holding M_new
-  yields the new statement's fact on the same attribute, marked inferred (a STALE change is implied, so the model is
-  asked); filler yields no fact;
+  attribute: the first the scenario's explanation maps to (``bench/stale/mature.py``), else ``ORACLE_ATTRIBUTE``
+  (on an empty user any would do, the two statements being two values of it; on a mature user it must be one the
+  background leaves out, or the oracle would replace a background fact); a message holding M_new yields the new
+  statement's fact on the same attribute, marked inferred (a STALE change is implied, so the model is asked); filler
+  yields no fact;
 - the judging call (``value_change``) says "different" for the (old, new) pair of a scenario, with the scenario's
   explanation as the reason, and "same" for anything else; a listing (``dependants``, ``ended``) ends nothing;
 - the answer model reads the question only to tell which probe it is (the state-resolution probe, the keeps-new
@@ -38,7 +40,9 @@ from typing import Any, Final, Literal
 from bench.stale.baselines import sentences
 from bench.stale.dataset import Scenario
 from bench.stale.judge import EXTRAS_PURPOSE, JUDGE_PURPOSE
+from bench.stale.mature import first_one_valued
 from bench.stale.probes import keeps_new_question
+from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.pipeline.grounding import names_a_moment
 from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule
 
@@ -95,11 +99,14 @@ def oracle_fact(statement: str) -> str:
     return f'The user said, quoted: "{key(statement)}"'
 
 
-def _fact(statement: str, *, inferred: bool) -> dict[str, Any]:
+def oracle_attribute(scenario: Scenario) -> str:
+    return first_one_valued(scenario, AttributeTable()) or ORACLE_ATTRIBUTE
+
+
+def _fact(statement: str, topic: str, *, inferred: bool) -> dict[str, Any]:
     # No evidence index: the statement's position in its session is unknown here (haystack sessions hold many
     # turns), and the pipeline then links the fact to the turns that share its words, i.e. the statement.
-    return {"text": oracle_fact(statement), "topic": ORACLE_ATTRIBUTE, "kind": "state", "inferred": inferred,
-            "evidence": []}
+    return {"text": oracle_fact(statement), "topic": topic, "kind": "state", "inferred": inferred, "evidence": []}
 
 
 def changed_answer(scenario: Scenario) -> str:
@@ -136,8 +143,9 @@ def _in_system(*statements: str) -> Callable[[RecordedRequest], bool]:
 
 
 def _scenario_rules(scenario: Scenario, behaviour: Behaviour) -> list[Rule]:
-    old, new = scenario.M_old, scenario.M_new
-    rules = [Rule(purpose="extraction", when=_in_user(old), reply=Reply.json({"facts": [_fact(old, inferred=False)]}))]
+    old, new, topic = scenario.M_old, scenario.M_new, oracle_attribute(scenario)
+    rules = [Rule(purpose="extraction", when=_in_user(old),
+                  reply=Reply.json({"facts": [_fact(old, topic, inferred=False)]}))]
     state_question = scenario.probing_queries.dim1_query
     new_question = keeps_new_question(scenario)
     if behaviour == "oracle":
@@ -147,7 +155,8 @@ def _scenario_rules(scenario: Scenario, behaviour: Behaviour) -> list[Rule]:
             Rule(purpose="answer", when=_asked(state_question, old), reply=old_answer(scenario)),
             Rule(purpose="answer", when=_asked(new_question, new), reply="Yes. " + new_answer(scenario)),
             Rule(purpose="answer", when=_asked(new_question, old), reply=still_old_answer(scenario)),
-            Rule(purpose="extraction", when=_in_user(new), reply=Reply.json({"facts": [_fact(new, inferred=True)]})),
+            Rule(purpose="extraction", when=_in_user(new),
+                 reply=Reply.json({"facts": [_fact(new, topic, inferred=True)]})),
             Rule(purpose="value_change",
                  when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
                  reply=Reply.json({"reasoning": scenario.explanation, "verdict": "different"})),

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
+from bench.background import no_longer_current
 from bench.stale.baselines import FullHistory, NaiveRag
 from bench.stale.dataset import Scenario, Session
 from bench.stale.linkage import linkage, old_fact_ids
+from bench.stale.mature import MatureUser, ScenarioBackground
 from bench.stale.peers import GRAPHITI, MEM0, PEERS
-from bench.stale.records import Linkage, PairCheck, Probed, ProbeResult, add_usage
+from bench.stale.records import EndedFact, Linkage, PairCheck, Probed, ProbeResult, add_usage
+from lastknown_graph.domain.models import UserExport
 from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM
@@ -65,6 +68,12 @@ class PeerSettings:
     thinking_switch: bool = False  # the run's --thinking-switch, for the peers' requests too
 
 
+class GraphResults(NamedTuple):
+    linkage: Linkage
+    checks: list[PairCheck]
+    background_ended: list[EndedFact]  # mature mode: the background facts current once imported and not at the end
+
+
 @dataclass
 class MemorySystem:
     """lastknown_graph's Memory: write() per session, ask() per probe; usage kept from every write."""
@@ -74,6 +83,9 @@ class MemorySystem:
     name: str = MEMORY
     ingest_usage: dict[str, UsageCounts] = field(default_factory=dict)
     checks: list[PairCheck] = field(default_factory=list)
+    # Mature mode: every imported background fact's id, and id -> text of those current once imported.
+    background_ids: frozenset[str] = frozenset()
+    background_current: dict[str, str] = field(default_factory=dict)
 
     def ingest(self, session: Session) -> None:
         report = self.memory.write(list(session.user_turns), date=session.day, session=session.id)
@@ -92,15 +104,23 @@ class MemorySystem:
             for retired in report.retired
         ]
 
-    def graph_results(self, scenario: Scenario) -> tuple[Linkage, list[PairCheck]]:
-        """From one read of the graph: the linkage, and the pair checks, each marked whether it is the
-        scenario's change (M_old's fact, checked in M_new's session)."""
+    def graph_results(self, scenario: Scenario) -> GraphResults:
+        """From one read of the graph: the linkage, the pair checks, each marked whether it is the scenario's
+        change (M_old's fact, checked in M_new's session), and the background facts the sessions ended."""
         export = self.memory.export()
         old_session, new_session = f"s{scenario.old_index:02d}", f"s{scenario.new_index:02d}"
         old_ids = old_fact_ids(export, scenario.M_old, old_session)
         checks = [c.model_copy(update={"changed": c.session == new_session and c.earlier_id in old_ids})
                   for c in self.checks]
-        return linkage(export, scenario.M_old, old_session, new_session, scenario.M_new), checks
+        found = linkage(export, scenario.M_old, old_session, new_session, scenario.M_new, self.background_ids)
+        return GraphResults(found, checks, self._background_ended(export))
+
+    def _background_ended(self, export: UserExport) -> list[EndedFact]:
+        status = {f.id: f.status for f in export.facts}
+        by_session = {link.old_fact_id: link.session_id for link in export.replacements}
+        return [EndedFact(id=fact_id, text=text, status=str(status.get(fact_id, "gone")),
+                          session=by_session.get(fact_id))
+                for fact_id, text in no_longer_current(self.background_current, status).items()]
 
     def ask(self, question: str) -> Probed:
         answer = self.memory.ask(question, max_tokens=self.answer_max_tokens)
@@ -124,6 +144,7 @@ class Resources:
     conflict_settings: ConflictSettings = field(default_factory=ConflictSettings)  # the memory's
     premise_settings: PremiseSettings = field(default_factory=PremiseSettings)  # the memory's
     peers: PeerSettings | None = None  # None: the run cannot make peer systems
+    mature: MatureUser | None = None  # run --mature-user: the memory's user starts from this background
 
 
 def user_id_for(scenario: Scenario) -> str:
@@ -131,13 +152,23 @@ def user_id_for(scenario: Scenario) -> str:
     return f"stale-{scenario.uid[:8]}-{uuid.uuid4().hex[:8]}"
 
 
-def make_system(name: str, resources: Resources, user_id: str) -> System:
+def make_system(name: str, resources: Resources, user_id: str,
+                background: ScenarioBackground | None = None) -> System:
+    """A fresh system for one scenario; the memory's user first holds ``background`` when one is given."""
     if name == MEMORY:
         store = resources.neo4j if resources.neo4j is not None else EmbeddedStore(None)
-        return MemorySystem(Memory(resources.llm, resources.embedder, user=user_id, store=store,
-                                   conflict_settings=resources.conflict_settings,
-                                   premise_settings=resources.premise_settings),
-                            resources.answer_max_tokens)
+        if background is not None:
+            store.ensure_schema(resources.embedder.dimension)
+            store.import_user(background.export)
+        memory = Memory(resources.llm, resources.embedder, user=user_id, store=store,
+                        conflict_settings=resources.conflict_settings, premise_settings=resources.premise_settings)
+        if background is None:
+            return MemorySystem(memory, resources.answer_max_tokens)
+        return MemorySystem(memory, resources.answer_max_tokens,
+                            background_ids=frozenset(f.id for f in background.export.facts),
+                            background_current=background.current)
+    if background is not None:
+        raise ValueError(f"only the {MEMORY} system starts from a mature user's background, not {name}")
     if name == FULL_HISTORY:
         return FullHistory(resources.llm, resources.history_max_chars, resources.answer_max_tokens)
     if name == NAIVE_RAG:

@@ -17,21 +17,28 @@ from typing import Any
 
 import pytest
 
+from bench.mature_user import mature_export
 from bench.stale.__main__ import first_per_type, main
 from bench.stale.baselines import TRUNCATION_NOTE, FullHistory, NaiveRag
 from bench.stale.dataset import (
     CI_SKELETONS,
     QUICK_LAYOUT,
+    SHARED_SKELETONS,
     Session,
     evidence_sessions,
     haystack_sessions,
     load_scenarios,
+    session_day,
 )
 from bench.stale.deterministic import leading_answer, summary
 from bench.stale.judge import JudgePrompt
 from bench.stale.linkage import linkage
+from bench.stale.mature import MatureUser, dimensions_of, excluded_attributes
 from bench.stale.records import Linkage, ProbeResult, ScenarioResult, read_results
-from bench.stale.scripted import EMBEDDING_DIMENSION, scripted_rules, shows
+from bench.stale.scripted import EMBEDDING_DIMENSION, oracle_fact, scripted_rules, shows
+from bench.stale.systems import MemorySystem, Resources, make_system
+from lastknown_graph.domain.attributes import AttributeTable
+from lastknown_graph.domain.models import FactStatus
 from lastknown_graph.embedders import APIEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
@@ -125,6 +132,11 @@ def test_quick_run_scores_the_oracle_high_and_writes_the_report(tmp_path: Path) 
         "linkage_other": 0.0, "linkage_missed": 0.0, "nothing_extracted": 0.0, "false_retirement_rate": 0.0,
         "m_new_kept": 1.0}
     assert memory["calls_per_scenario"] > summary["systems"]["naive-rag"]["calls_per_scenario"] > 0
+    # A plain run (no --mature-user) writes what it wrote before the mode existed: no background anywhere.
+    assert not any(key.startswith("background") for key in memory) and "mature_user" not in summary["run"]
+    assert '"background"' not in (out / "memory.jsonl").read_text(encoding="utf-8")
+    assert "mature_user" not in json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert "Mature user" not in markdown and "mature user" not in markdown
     assert summary["systems"]["naive-rag"]["linkage_new_session"] is None  # no graph, no linkage
     row = table_row(markdown, "## Accuracy (%)", "memory")
     assert row[1:4] == ["5", "0", "0"] and row[9] == "**100.0**" and row[10:12] == ["100.0", "100.0"]
@@ -447,3 +459,95 @@ def test_full_history_keeps_the_newest_turns_and_naive_rag_the_nearest_sentences
         assert "[2021-01-04] Turn number 3 about topic3." in system and "Turn number 8 about topic8." in system
         assert "Second part" not in system and "topic5" not in system  # sentences, not whole turns; top 2 only
         assert system.index("topic3") < system.index("topic8")
+
+
+# STALE on a mature user (run --mature-user): the memory's user first holds bench/mature_user.py's history.
+
+LOCATION = SCENARIOS[0]  # "Spatiotemporal_Context.location(city) is now Austin."
+HOME_AND_WHAT_A_MOVE_MAY_END = {"home_location", "dwelling", "neighbourhood", "commute", "household"}
+# A fact the M_new statement does not say, on an attribute it is not about: what a confused extraction would make of
+# it. Its words are the statement's, so the memory takes it as stated and replaces the user's job with no model call.
+COLLATERAL_JOB = "Works on the local utilities and services"
+
+
+def test_stale_dimensions_map_every_scenario_to_attributes() -> None:
+    table = AttributeTable()
+    assert LOCATION.explanation.startswith("Spatiotemporal_Context.location(city)")
+    assert [d.name for d in dimensions_of(LOCATION)] == ["location"]
+    assert excluded_attributes(LOCATION, table) == HOME_AND_WHAT_A_MOVE_MAY_END
+    education = next(s for s in SCENARIOS if s.explanation.startswith("Education status"))
+    assert {"education", "job_title", "employer", "commute"} <= excluded_attributes(education, table)
+    assert "home_location" not in excluded_attributes(education, table)
+    shared = SHARED_SKELETONS if SHARED_SKELETONS.exists() else None
+    for scenario in [*SCENARIOS, *(load_scenarios(shared) if shared else [])]:
+        assert dimensions_of(scenario), scenario.explanation  # none falls back to excluding every one-valued attribute
+        assert {"like", "skill", "language"}.isdisjoint(excluded_attributes(scenario, table)), scenario.explanation
+    unmatched = LOCATION.model_copy(update={"explanation": "Something else entirely."})
+    assert {a.name for a in table.attributes.values() if a.one_valued} <= excluded_attributes(unmatched, table)
+
+
+def test_a_mature_memory_user_holds_the_background_before_its_first_write(oracle_server: ScriptedLLMServer) -> None:
+    embedder = APIEmbedder(base_url=oracle_server.base_url, model="hashed", api_key="x",
+                           dimension=EMBEDDING_DIMENSION)
+    llm = LLM(base_url=oracle_server.base_url, model="scripted", api_key="x")
+    resources = Resources(llm=llm, embedder=embedder, neo4j=None, history_max_chars=1000, rag_k=2,
+                          mature=MatureUser(100, embedder))
+    assert resources.mature is not None
+    system = make_system("memory", resources, "mature-one", resources.mature.background(LOCATION, "mature-one"))
+    assert isinstance(system, MemorySystem)
+    held = system.memory.current()
+    everything = mature_export("mature-one", 100, lambda texts: [[1.0, 0.0] for _ in texts])
+    assert {f.text for f in held} == {f.text for f in everything.facts if f.status is FactStatus.CURRENT
+                                      and f.topic not in HOME_AND_WHAT_A_MOVE_MAY_END}
+    assert 70 < len(held) < sum(f.status is FactStatus.CURRENT for f in everything.facts)
+    assert max(f.valid_from for f in held) < session_day(LOCATION.timestamps[0])  # said before the scenario began
+    assert oracle_server.chat_requests() == []  # imported: no model call
+
+
+def test_mature_run_counts_the_background_facts_the_writes_retired(tmp_path: Path) -> None:
+    new_fact = {"text": oracle_fact(LOCATION.M_new), "topic": "home_location", "kind": "state", "inferred": True,
+                "evidence": []}
+    stray = {"text": COLLATERAL_JOB, "topic": "job_title", "kind": "state", "inferred": False, "evidence": []}
+    confused = Rule(purpose="extraction", when=lambda r: shows(r.last_user_message, LOCATION.M_new),
+                    reply=Reply.json({"facts": [new_fact, stray]}))
+    with ScriptedLLMServer([confused, *scripted_rules(SCENARIOS, "oracle")],
+                           embedding_dimension=EMBEDDING_DIMENSION) as server:
+        out = tmp_path / "mature"
+        mature = ("--limit", "1", "--system", "memory", "--judge", "none", "--mature-user", "100")
+        assert main(external(server, out, *mature)) == 0
+        [result] = results(out, "memory").values()
+        assert result.status == "ok" and result.background is not None
+        job = next(f for f in mature_export(result.user_id, 100, lambda texts: [[1.0] for _ in texts]).facts
+                   if f.topic == "job_title" and f.status is FactStatus.CURRENT)
+        new_session = f"s{LOCATION.new_index:02d}"
+        assert [(e.id, e.text, e.status, e.session) for e in result.background.ended] == [
+            (job.id, job.text, "retired", new_session)]
+        assert set(result.background.excluded) == HOME_AND_WHAT_A_MOVE_MAY_END
+        assert result.background.dimensions == ["location"] and result.background.current > 70
+        # The background came with retirements of its own; the scenario's facts were retired by M_new alone.
+        assert result.linkage is not None and result.linkage.category == "retired_by_new_session"
+        assert result.linkage.false_retirements == 0
+        writes = result.sessions
+        calls = sum(c.calls for purpose, c in result.usage["ingest"].items() if purpose != "capabilities")
+
+        assert main(["report", "--out", str(out), "--name", "mature", "--results-dir", str(tmp_path)]) == 0
+        memory = json.loads((tmp_path / "stale-mature.summary.json").read_text(encoding="utf-8"))["systems"]["memory"]
+        assert {k: memory[k] for k in ("background_retired", "background_retired_per_scenario",
+                                       "background_retired_per_write", "calls_per_write", "seconds_per_write",
+                                       "writes", "linkage_new_session")} == {
+            "background_retired": 1, "background_retired_per_scenario": 1.0,
+            "background_retired_per_write": round(1 / writes, 4), "calls_per_write": round(calls / writes, 2),
+            "seconds_per_write": round(result.seconds["ingest"] / writes, 2), "writes": writes,
+            "linkage_new_session": 1.0}
+        markdown = (tmp_path / "stale-mature.md").read_text(encoding="utf-8")
+        assert "**mature user: 100 background facts**" in markdown
+        assert table_row(markdown, "## Mature user", "memory")[3:8] == [
+            "**1**", "1", "1.0", str(round(1 / writes, 4)), str(writes)]
+        assert f"{job.text} (retired, by {new_session})" in table_row(markdown, "### By scenario", LOCATION.uid[:8])
+
+        before = len(server.requests)
+        assert main(external(server, out, *mature)) == 0  # resumed: nothing left, nothing embedded or asked
+        assert len(server.requests) == before and lines(out, "memory") == 1
+        assert main(external(server, out, "--limit", "1", "--system", "memory", "--judge", "none",
+                             "--mature-user", "50")) == 2  # another background is another run
+        assert main(external(server, out, "--limit", "1", "--system", "memory", "--judge", "none")) == 2
