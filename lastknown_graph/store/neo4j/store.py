@@ -61,6 +61,7 @@ from lastknown_graph.errors import (
 from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.neo4j.connection import Neo4jTarget, open_driver, translated_errors
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
+from lastknown_graph.store.neo4j.schema_statements import apply_schema_statement
 from lastknown_graph.store.neo4j.settled_reads import settled_read
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
@@ -231,7 +232,7 @@ class Neo4jStore:
             )
         with self._translated_errors("apply the schema"), self._session() as session:
             for statement in self._library.get("schema").statements():
-                session.run(statement, {"embedding_dimension": embedding_dimension}).consume()
+                apply_schema_statement(session, statement, {"embedding_dimension": embedding_dimension})
         self._write(
             "record the schema version",
             lambda tx: self._run(
