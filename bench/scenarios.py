@@ -5,8 +5,8 @@ model would return for each session (each on the attribute of the library's voca
 model says about the pairs that matter, and questions asked afterwards. ``rules_for`` turns a scenario into the
 scripted server's rules (a test double, not a model):
 
-- ``value_change`` (is an implied or vaguer value of a one-valued attribute a different one?): "different" for a
-  pair the scenario says ended, "same" for every other pair, as a model that sees no change;
+- ``value_change`` (does the held value of a one-valued attribute fit a newer description?): "does_not_fit" for a
+  pair the scenario says ended, "fits" for every other pair, as a model that sees no change;
 - ``dependants`` and ``ended`` (which of these listed facts no longer hold?): the listed facts the scenario says the
   news ends, nothing else;
 - ``stage1`` and ``stage2``, the pairwise checks of the library before judgment by attribute (issue 33), from the
@@ -361,7 +361,7 @@ SCENARIOS: tuple[Scenario, ...] = (DESERT_MOVE, ACL_TEAR, JOB_AND_BREAKUP, NEW_H
 
 
 def _verdict_of(judgement: Judgement) -> Reply:
-    verdict = "different" if judgement.verdict == NO_LONGER_TRUE else "same"
+    verdict = "does_not_fit" if judgement.verdict == NO_LONGER_TRUE else "fits"
     return Reply.json({"reasoning": judgement.reasoning, "verdict": verdict})
 
 
@@ -393,7 +393,7 @@ def rules_for(scenario: Scenario) -> list[Rule]:
              for session in scenario.sessions]
     rules += [Rule(purpose="value_change", contains=[j.earlier, j.later], reply=_verdict_of(j))
               for j in scenario.judgements]
-    rules.append(Rule(purpose="value_change", reply=Reply.json({"reasoning": NO_CHANGE, "verdict": "same"})))
+    rules.append(Rule(purpose="value_change", reply=Reply.json({"reasoning": NO_CHANGE, "verdict": "fits"})))
     rules += [Rule(purpose=purpose, reply=ended_by_news(scenario)) for purpose in ("dependants", "ended")]
     # The pairwise checks of libraries before issue 33 (bench.write_cost --compare); stage 1's Yes is "outdated".
     rules += [Rule(purpose="stage1", contains=[j.earlier, j.later], reply=Reply.yes(1.0 - j.p_still_true))

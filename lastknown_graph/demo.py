@@ -67,7 +67,7 @@ def scripted_rules() -> list[Rule]:
         Rule(purpose="extraction", contains="second coat", reply=Reply.json({"facts": [
             _fact("Works as a house painter", "job_title", inferred=True)]})),
         Rule(purpose="value_change", contains=["nurse at St. Mary's", "house painter"], reply=Reply.json({
-            "reasoning": "Painting all weekend suggests painting is now her work.", "verdict": "different"})),
+            "reasoning": "Painting all weekend suggests painting is now her work.", "verdict": "does_not_fit"})),
         Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
             _fact("Lives in Portland", "home_location"),
             _fact("Does not mind the rain", "like"),
@@ -80,9 +80,9 @@ def scripted_rules() -> list[Rule]:
         ]})),
         Rule(purpose="value_change", contains="Lives in Portland", reply=Reply.json({
             "reasoning": "Bark scorpions and dry heat point to a hot desert; Portland is rainy and temperate.",
-            "verdict": "different"})),
+            "verdict": "does_not_fit"})),
         Rule(purpose="value_change", reply=Reply.json({"reasoning": "The same value in other words.",
-                                                        "verdict": "same"})),
+                                                        "verdict": "fits"})),
         Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing listed depends on it.",
                                                       "no_longer_true": []})),
         Rule(purpose="ended", reply=Reply.json({"reasoning": "Nothing listed is over.", "no_longer_true": []})),

@@ -16,7 +16,7 @@ def judged_as(call: ModelCall, reason: str = "scripted") -> object | None:
     """The judging calls of a write, scripted: a value judged is a different one, a change or an ending ends nothing
     listed. None for any other purpose."""
     if call.purpose == "value_change":
-        return {"reasoning": reason, "verdict": "different"}
+        return {"reasoning": reason, "verdict": "does_not_fit"}
     if call.purpose in ("dependants", "ended"):
         return {"reasoning": reason, "no_longer_true": []}
     return None

@@ -41,7 +41,7 @@ def cases() -> dict[str, Any]:
 def scripted_answer(call: ModelCall) -> object:
     """Scripted (a test double, not a model): a question gives nothing, a statement one fact of its own words."""
     if call.purpose != "extraction":
-        return {"reasoning": "scripted", "verdict": "same", "no_longer_true": []}
+        return {"reasoning": "scripted", "verdict": "fits", "no_longer_true": []}
     said = call.last_user_message.rsplit("] ", 1)[-1]
     if said.rstrip().endswith("?"):
         return {"facts": []}

@@ -1,12 +1,12 @@
 """The scripted double for ``--quick``: a TEST DOUBLE that answers from the labels, not a model.
 
-It extracts the conversation's reference facts, says "different" to a value judgment exactly when the stored value
+It extracts the conversation's reference facts, says "does_not_fit" to a value judgment exactly when the stored value
 must end, and names exactly the listed facts that must end. A run with it therefore shows the bench's mechanics
 and what the library's rules do with right answers (which routes run, how many calls they cost, whether a right
 extraction passes the grounding checks), never how well a model judges.
 
 It reads the stored facts back from the library's prompts; a prompt whose shape it does not recognise is an error,
-so that a changed prompt cannot turn into silent "same" answers.
+so that a changed prompt cannot turn into silent "fits" answers.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from bench.judgment.data import Conversation
 from lastknown_graph.testing import ModelCall, ScriptedModel
 
 SCRIPTED_REASON = "scripted from the labels"
-_CURRENT_VALUE = re.compile(r"^Current value \(noted [^)]*\): (?P<text>.*)$", re.MULTILINE)
+_CURRENT_VALUE = re.compile(r"^Held value: (?P<text>.*)$", re.MULTILINE)
 _LISTED = re.compile(r"^(?P<number>\d+)\. (?P<text>.*)$", re.MULTILINE)
 
 
@@ -32,7 +32,7 @@ def stored_value(prompt: str) -> str:
     """The current value a value-change prompt asks about."""
     found = _CURRENT_VALUE.search(prompt)
     if found is None:
-        raise ValueError("the scripted double found no 'Current value' line in the value_change prompt")
+        raise ValueError("the scripted double found no 'Held value' line in the value_change prompt")
     return found.group("text").strip()
 
 
@@ -53,7 +53,7 @@ def label_double(conversation: Conversation) -> ScriptedModel:
         if call.purpose == "extraction":
             return extraction_answer(conversation)
         if call.purpose == "value_change":
-            verdict = "different" if stored_value(call.last_user_message) in ends else "same"
+            verdict = "does_not_fit" if stored_value(call.last_user_message) in ends else "fits"
             return {"reasoning": SCRIPTED_REASON, "verdict": verdict}
         if call.purpose in ("ended", "dependants"):
             listed = listed_facts(call.last_user_message)

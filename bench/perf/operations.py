@@ -120,7 +120,7 @@ class Harness:
         """The judging calls answered as a model that sees nothing else change (the writes' extractions are added
         per write, ``conversation``)."""
         return [
-            Rule(purpose="value_change", reply=Reply.json({"reasoning": "A new value.", "verdict": "different"})),
+            Rule(purpose="value_change", reply=Reply.json({"reasoning": "A new value.", "verdict": "does_not_fit"})),
             Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing depends on it.",
                                                          "no_longer_true": []})),
             Rule(purpose="ended", reply=Reply.json({"reasoning": "Nothing listed ended.", "no_longer_true": []})),

@@ -61,7 +61,7 @@ def scripted_answer(call: ModelCall) -> object:
                    "evidence": [0]} for n in HOME.findall(message)]
         return {"facts": facts}
     if call.purpose == "value_change":
-        return {"reasoning": "another town", "verdict": "different"}
+        return {"reasoning": "another town", "verdict": "does_not_fit"}
     if call.purpose in ("dependants", "ended"):
         return {"reasoning": "nothing listed changed", "no_longer_true": []}
     if call.kind == "yes_probability":

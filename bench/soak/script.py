@@ -104,7 +104,7 @@ def _extracts(conversation: Conversation) -> Rule:
 def scripted_rules(pool: list[Conversation]) -> list[Rule]:
     """The answers to the judging and premise calls first, then one extraction rule per conversation."""
     rules = [
-        Rule(purpose="value_change", reply=Reply.json({"reasoning": "A new value.", "verdict": "different"})),
+        Rule(purpose="value_change", reply=Reply.json({"reasoning": "A new value.", "verdict": "does_not_fit"})),
         Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing depends on it.", "no_longer_true": []})),
         Rule(purpose="ended", reply=Reply.json({"reasoning": "Nothing listed ended.", "no_longer_true": []})),
         Rule(purpose="premise", when=assumes_the_fact, reply=Reply.yes(0.9)),

@@ -12,8 +12,8 @@ The oracle:
   background leaves out, or the oracle would replace a background fact); a message holding M_new yields the new
   statement's fact on the same attribute, marked inferred (a STALE change is implied, so the model is asked); filler
   yields no fact;
-- the judging call (``value_change``) says "different" for the (old, new) pair of a scenario, with the scenario's
-  explanation as the reason, and "same" for anything else; a listing (``dependants``, ``ended``) ends nothing;
+- the judging call (``value_change``) says "does_not_fit" for the (old, new) pair of a scenario, with the scenario's
+  explanation as the reason, and "fits" for anything else; a listing (``dependants``, ``ended``) ends nothing;
 - the answer model reads the question only to tell which probe it is (the state-resolution probe, the keeps-new
   probe, or another); what it answers comes from the SYSTEM message only (the memory's context, or a baseline's
   pasted history). To the state-resolution probe it leads with "No." when it sees the new statement and "Yes:" when
@@ -159,7 +159,7 @@ def _scenario_rules(scenario: Scenario, behaviour: Behaviour) -> list[Rule]:
                  reply=Reply.json({"facts": [_fact(new, topic, inferred=True)]})),
             Rule(purpose="value_change",
                  when=lambda r: shows(r.last_user_message, old) and shows(r.last_user_message, new),
-                 reply=Reply.json({"reasoning": scenario.explanation, "verdict": "different"})),
+                 reply=Reply.json({"reasoning": scenario.explanation, "verdict": "does_not_fit"})),
             Rule(purpose="answer", when=_in_system(old, new), reply=changed_answer(scenario)),
             Rule(purpose="answer", when=_in_system(new), reply=new_answer(scenario)),
             Rule(purpose="answer", when=_in_system(old), reply=old_answer(scenario)),
@@ -231,7 +231,7 @@ def scripted_rules(scenarios: Iterable[Scenario], behaviour: Behaviour) -> list[
     rules += peer_rules(scenarios, behaviour)  # the peers' calls carry purposes of their own (scripted_peers.py)
     rules += [
         Rule(purpose="extraction", reply=Reply.json({"facts": []})),
-        Rule(purpose="value_change", reply=Reply.json({"reasoning": "The same value.", "verdict": "same"})),
+        Rule(purpose="value_change", reply=Reply.json({"reasoning": "The same value.", "verdict": "fits"})),
         Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing listed depends on it.",
                                                       "no_longer_true": []})),
         Rule(purpose="ended", reply=Reply.json({"reasoning": "Nothing listed is over.", "no_longer_true": []})),

@@ -17,18 +17,18 @@ Routes, in the order they are tried (``Route``):
    ``replaced``: a one-valued attribute, a value the user stated, naming something the current value does not: the
    current value is retired, no model asked (one home at a time).
 5. ``judged``: a one-valued attribute and a value that is only implied, or vaguer and said with a word of change
-   ("We live in a village now"): one call per current value asks whether it is the same value or a different one
-   (``prompts/value_change.py``), reasoning first. "Same": the stored fact is confirmed. "Different": retired,
+   ("We live in a village now"): one call per current value asks whether it still fits the newer description
+   (``prompts/value_change.py``), reasoning first. "Fits": the stored fact is confirmed. "Does not fit": retired,
    unless a well-confirmed stable fact resists an implied blip (a dispute), and a verdict for an implied fact waits
    in the review queue.
 6. ``ended``: a many-valued attribute and a fact saying something is over ("No longer owns a boat", flagged by the
-   extraction or in words that leave no doubt: ``value_rules.says_over``): one call lists
-   the attribute's current facts and asks which it ends (``prompts/no_longer_true.py``).
+   extraction or in words that leave no doubt: ``value_rules.says_over``): one call lists the attribute's current
+   facts and asks which it ends (``prompts/no_longer_true.py``).
 7. ``kept``: a many-valued attribute otherwise: a new hobby ends nothing.
 After a ``replaced`` or ``judged`` change, the facts of the attribute's family and dependants (a commute after a
 move) are listed in one call, once per write, and only then (``dependent``).
 
-The model proposes, the code decides: a verdict names only "same"/"different" or numbers of the facts it was shown;
+The model proposes, the code decides: a verdict names only "fits"/"does_not_fit" or numbers of the facts it was shown;
 everything else here is a rule.
 """
 
@@ -117,16 +117,13 @@ def moment_expires(new_kind: FactKind, attribute: Attribute, stored: Fact, table
     return new_kind is FactKind.MOMENT and stored.kind is FactKind.MOMENT and table.resolve(stored.topic) is attribute
 
 
-def judge_value(
-    llm: ChatModel, meter: UsageMeter, attribute: Attribute, stored: Fact, new_text: str, new_day: date,
-    words: Sequence[str],
-) -> Verdict:
-    """One call: is ``new_text`` a different value of ``attribute`` than ``stored``?"""
+def judge_value(llm: ChatModel, meter: UsageMeter, attribute: Attribute, stored: Fact, new_text: str) -> Verdict:
+    """One call: does ``stored`` still fit ``new_text``, a newer description of ``attribute``? If not, it ends."""
     answer = llm.structured(
-        value_change_messages(attribute.description, stored.text, stored.valid_from, new_text, new_day, list(words)),
+        value_change_messages(attribute.description, stored.text, new_text),
         ValueChange, purpose="value_change", meter=meter, max_tokens=300,
     )
-    return Verdict(answer.verdict == "different", printable(answer.reasoning))
+    return Verdict(answer.verdict == "does_not_fit", printable(answer.reasoning))
 
 
 def which_no_longer_true(

@@ -327,7 +327,7 @@ class _Planner:
                 reason="the user rejected this retirement on review: the pair is not judged again")))
         judged = [f for f in earlier if needs_judgment(new.text, new.inferred, f)]
         replaced = [f for f in earlier if f not in judged]
-        verdicts = {f.id: self._judge(attribute, f, new.text, words) for f in judged}
+        verdicts = {f.id: self._judge(attribute, f, new.text) for f in judged}
         if judged and not replaced and not any(v.ends for v in verdicts.values()):
             # Every current value is the same as the new one said another way: a confirmation, nothing added.
             self._confirm(judged[0], new.text, source_ids, Route.JUDGED)
@@ -369,12 +369,10 @@ class _Planner:
 
     # ------------------------------------------------------------------ asking the model (memoised per question)
 
-    def _judge(self, attribute: Attribute, stored: Fact, new_text: str, words: list[str]) -> Verdict:
-        key: tuple[object, ...] = ("value_change", attribute.name, stored.text, stored.valid_from, new_text, self.day,
-                                   tuple(words))
+    def _judge(self, attribute: Attribute, stored: Fact, new_text: str) -> Verdict:
+        key: tuple[object, ...] = ("value_change", attribute.name, stored.text, new_text)
         if key not in self.memo.verdicts:
-            self.memo.verdicts[key] = {stored.id: judge_value(self.llm, self.meter, attribute, stored, new_text,
-                                                              self.day, words)}
+            self.memo.verdicts[key] = {stored.id: judge_value(self.llm, self.meter, attribute, stored, new_text)}
         verdict = next(iter(self.memo.verdicts[key].values()))
         self._count(stored, verdict.ends)
         return verdict

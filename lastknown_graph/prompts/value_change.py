@@ -1,15 +1,17 @@
-"""Is a newer value of a one-valued attribute the same as the current one, or a different one (a change)?
+"""Does the current value of a one-valued attribute fit a newer description of it? If not, the value changed.
 
 Asked only where no rule decides: the newer value is implied, not stated, or names nothing specific where the
-current one does ("Lives in a city" against a named town). The question is about sameness, not "can both hold":
-the attribute has one value at a time, so two different values cannot both be current, and a small model answers
-"can both hold?" with "yes" for most pairs (bench/results/no-news-bar.md). It reasons before it answers.
+current one does and comes with a word of change ("We live in a village now"). The question is whether the held
+value is an instance of the newer description ("Innsbruck" of "a city"; "a land surveyor" of "works outdoors"), a
+question of knowledge about the world a small model answers; asked instead whether the two are "the same value or a
+different one", Qwen2.5-Coder-1.5B called 5 of 7 vaguer descriptions of the held value "different", and asked
+whether the person's words show the value no longer holds, it answered "still true" to 9 of 10 real changes
+(bench/results/judgment-question.md). It reasons before it answers.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import date
 from typing import Final, Literal
 
 from pydantic import BaseModel, Field
@@ -17,52 +19,42 @@ from pydantic import BaseModel, Field
 
 class ValueChange(BaseModel):
     reasoning: str = Field(
-        max_length=1200,
-        description="One or two sentences: could both notes describe the same thing, or does the newer one name "
-        "a different one?",
+        max_length=1200, description="One sentence: is the held value an instance of the newer description?",
     )
-    verdict: Literal["same", "different"] = Field(
-        description="'same' if both can describe the same thing (said again, more vaguely or in other words); "
-        "'different' if the person's value has changed."
+    verdict: Literal["fits", "does_not_fit"] = Field(
+        description="'fits' if the held value can be what the newer description describes; 'does_not_fit' if not "
+        "(the person's value has changed).",
     )
 
 
-SYSTEM = """You keep a memory about one person. Some things a person has only one of at a time: one home town, \
-one employer, one diet. The memory holds the person's current value of one such thing, and a newer conversation \
-suggests a value for the same thing. Decide whether the newer note describes the SAME value as the current one \
-(said again, more vaguely, or in other words) or a DIFFERENT value (the person's value has changed). Use what you \
-know about the world: a note that cannot be true of the current value describes a different one. Answer with JSON \
-only: {"reasoning": "...", "verdict": "same" | "different"}."""
+SYSTEM = """You keep a memory about one person. For one thing a person has only one of at a time (one home town, \
+one job, one diet), the memory holds a value, and a newer conversation described the same thing, often more \
+vaguely. Decide whether the held value FITS the newer description: could the held value itself be what the newer \
+description describes? Use what you know about the world. Answer with JSON only: \
+{"reasoning": "...", "verdict": "fits" | "does_not_fit"}."""
 
-EXAMPLE_DAYS: Final = (date(2020, 3, 1), date(2020, 9, 1))
-# Worked examples on attributes no user brings up, so a copied example cannot pass for a real fact.
+# Worked examples on things no user brings up, so a copied example cannot pass for a real fact.
 EXAMPLES: Final = (
-    ("the colour of the person's front door", "Has a front door painted teal", "Has a blue-green front door",
-     "Teal is a blue-green colour: the newer note says the same thing in other words.", "same"),
+    ("the instrument the person plays in the town band", "Plays the tuba in the town band", "Plays a brass instrument",
+     "A tuba is a brass instrument: the held value fits.", "fits"),
     ("the instrument the person plays in the town band", "Plays the tuba in the town band",
-     "Carries a violin case to every band rehearsal now",
-     "A violin case at every rehearsal means the person now plays the violin there, not the tuba.", "different"),
-    ("the colour of the person's front door", "Has a front door painted teal", "Has a brightly coloured door",
-     "Teal is a bright colour: the newer note is vaguer, not different.", "same"),
+     "Plays a string instrument", "A tuba has no strings: the held value does not fit.", "does_not_fit"),
+    ("the colour of the person's front door", "Has a front door painted teal", "Has a blue-green door",
+     "Teal is blue-green: the held value fits.", "fits"),
 )
 
 
-def _pair(attribute: str, current: str, current_day: date, newer: str, newer_day: date, words: list[str]) -> str:
-    content = (f"The thing: {attribute}\n"
-               f"Current value (noted {current_day.isoformat()}): {current}\n"
-               f"Newer note (from {newer_day.isoformat()}): {newer}")
-    if words:
-        quoted = "\n".join(f'- "{text}"' for text in words)
-        content += f"\nWhat the person said on {newer_day.isoformat()}:\n{quoted}"
-    return content + "\nSame value, or a different one?"
+def _pair(attribute: str, held: str, newer: str) -> str:
+    return (f"The thing: {attribute}\nHeld value: {held}\nNewer description: {newer}\n"
+            "Does the held value fit the newer description?")
 
 
-def value_change_messages(
-    attribute: str, current: str, current_day: date, newer: str, newer_day: date, words: list[str]
-) -> list[dict[str, str]]:
+def value_change_messages(attribute: str, held: str, newer: str) -> list[dict[str, str]]:
+    """The question for one held value. Dates and the user's words are left out: the question is about the two
+    values, and the model was measured without them (bench/results/judgment-question.md)."""
     messages = [{"role": "system", "content": SYSTEM}]
     for thing, old, new, reasoning, verdict in EXAMPLES:
-        messages.append({"role": "user", "content": _pair(thing, old, EXAMPLE_DAYS[0], new, EXAMPLE_DAYS[1], [])})
+        messages.append({"role": "user", "content": _pair(thing, old, new)})
         messages.append({"role": "assistant", "content": json.dumps({"reasoning": reasoning, "verdict": verdict})})
-    messages.append({"role": "user", "content": _pair(attribute, current, current_day, newer, newer_day, words)})
+    messages.append({"role": "user", "content": _pair(attribute, held, newer)})
     return messages

@@ -10,7 +10,7 @@ wants. The HTTP double (``testing.scripted_server``) stays for tests of the Open
             return {"facts": [{"text": "Lives in Lyon", "topic": "location", "kind": "state",
                                "inferred": False, "evidence": [0]}]}
         if call.purpose == "value_change":
-            return {"reasoning": "a different town", "verdict": "different"}
+            return {"reasoning": "a different town", "verdict": "does_not_fit"}
         return "Yes."
 
     memory = Memory(store=EmbeddedStore(), llm=ScriptedModel(answer), embedder=HashedEmbedder())

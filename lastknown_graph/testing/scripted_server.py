@@ -67,7 +67,7 @@ Example::
     rules = [
         Rule(purpose="extraction", contains="scorpion", reply=Reply.json({"facts": [...]})),
         Rule(purpose="value_change", contains="Portland",
-             reply=['not json', Reply.json({"reasoning": "a desert is not Portland", "verdict": "different"})]),
+             reply=['not json', Reply.json({"reasoning": "a desert is not Portland", "verdict": "does_not_fit"})]),
         Rule(purpose="answer", reply="You live in the desert now."),
     ]
     with ScriptedLLMServer(rules, supports_json_schema=False) as server:

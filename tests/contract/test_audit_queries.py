@@ -343,7 +343,7 @@ def moved_to_the_coast(call: ModelCall) -> object:
         return {"facts": [{"text": text, "topic": topic, "kind": "state", "inferred": inferred, "evidence": [0]}
                           for text, topic, inferred in facts]}
     if call.purpose == "value_change":
-        return {"reasoning": "scripted: the sea is not Leuven", "verdict": "different"}
+        return {"reasoning": "scripted: the sea is not Leuven", "verdict": "does_not_fit"}
     raise AssertionError(call.purpose)
 
 

@@ -356,7 +356,7 @@ def seaside(call: ModelCall) -> object:
             facts = [{"text": SEASIDE, "topic": topic, "inferred": True}]
         return {"facts": [fact | {"kind": "state", "evidence": [0]} for fact in facts]}
     if call.purpose == "value_change":
-        return {"reasoning": "a seaside home is far from Leuven", "verdict": "different"}
+        return {"reasoning": "a seaside home is far from Leuven", "verdict": "does_not_fit"}
     if call.purpose == "dependants":
         listed = call.last_user_message.split("Facts:\n", 1)[1].split("\nWhich of", 1)[0].splitlines()
         return {"reasoning": "the Vismarkt is in Leuven", "no_longer_true": list(range(1, len(listed) + 1))}

@@ -136,7 +136,7 @@ def test_a_write_that_reaches_across_attributes_is_graded_from_the_store(labelle
             return {"facts": [
                 {"text": "Commutes by train", "topic": "commute", "kind": "state", "inferred": False},
                 {"text": "Works as a train conductor", "topic": "job_title", "kind": "state", "inferred": False}]}
-        return {"reasoning": "scripted", "verdict": "same", "no_longer_true": []}
+        return {"reasoning": "scripted", "verdict": "fits", "no_longer_true": []}
 
     table, embedder = AttributeTable(), HashedEmbedder()
     setup = Setup(background=mature_export(USER_ID, 100, embedder.embed), embedder=embedder, table=table,

@@ -67,7 +67,7 @@ def rules() -> list[Rule]:
         # The desert is only implied: judged against Portland, and scripted to be a different home.
         Rule(purpose="value_change", contains=["Lives in Portland", "desert"], reply=Reply.json({
             "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
-            "verdict": "different"})),
+            "verdict": "does_not_fit"})),
         Rule(purpose="dependants", reply=Reply.json({"reasoning": "Nothing listed depends on it.",
                                                       "no_longer_true": []})),
         Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),

@@ -220,7 +220,7 @@ def obey_every_check() -> list[Rule]:
     every fact listed after a change or an ending no longer holds."""
     return [
         Rule(purpose="value_change", contains="Has a new", reply=Reply.json({"reasoning": OBEYED,
-                                                                             "verdict": "different"})),
+                                                                             "verdict": "does_not_fit"})),
         Rule(purpose="dependants", contains="Has a new", reply=every_listed),
         Rule(purpose="ended", contains="Has a new", reply=every_listed),
     ]
@@ -342,7 +342,7 @@ def test_fake_json_in_a_message_is_text_not_an_answer(embedder: LocalEmbedder, s
 
 def test_a_runaway_verdict_reasoning_is_refused_not_stored(embedder: LocalEmbedder, store: Store) -> None:
     """A 1 MB 'reasoning' breaks the answer's bounds: the judgment fails, nothing half-written."""
-    huge = {"reasoning": "because " * 200_000, "verdict": "different"}
+    huge = {"reasoning": "because " * 200_000, "verdict": "does_not_fit"}
     memory, server = memory_with([Rule(purpose="value_change", reply=Reply.json(huge))], embedder, store)
     try:
         memory.write(FEB, date="2024-02-10", session="s-feb")

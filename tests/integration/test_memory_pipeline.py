@@ -101,7 +101,7 @@ def scenario_rules() -> list[Rule]:
         # The desert is only implied and names no place: judged, and scripted to be a different home.
         Rule(purpose="value_change", contains=["Lives in Portland", "hot desert region"], reply=Reply.json({
             "reasoning": "Scorpions and dry heat mean a hot desert, which Portland is not.",
-            "verdict": "different"})),
+            "verdict": "does_not_fit"})),
         Rule(purpose="ended", contains="no longer allergic", reply=naming(
             ["Is allergic to peanuts"], "The user outgrew the allergy.")),
         # A move or a new job may end a commute; scripted to end nothing.
@@ -604,7 +604,7 @@ def test_a_near_repeat_in_other_words_is_a_confirmation_without_a_call(
 
 RETIRE_WHATEVER_IS_ASKED = [
     Rule(purpose="value_change", reply=Reply.json({"reasoning": "Scripted to retire whatever it is asked about.",
-                                                   "verdict": "different"})),
+                                                   "verdict": "does_not_fit"})),
     Rule(purpose="dependants", reply=lambda request: Reply.json({
         "reasoning": "Scripted to retire whatever it is asked about.",
         "no_longer_true": list(range(1, len(listed_facts(request)) + 1))})),
@@ -713,7 +713,7 @@ def test_a_write_that_loses_a_race_is_planned_again_against_the_new_state(
 
     seattle_is_not_a_desert = Rule(purpose="value_change", contains=["Lives in Seattle", "hot desert region"],
                                    reply=Reply.json({"reasoning": "Seattle is rainy, not a hot desert.",
-                                                     "verdict": "different"}))
+                                                     "verdict": "does_not_fit"}))
     with scripted_server("llamacpp_like", [seattle_is_not_a_desert]) as server:
         memory = memory_for(server, embedder, store)
         memory.write(FEB, date="2024-02-10", session="s-feb")

@@ -53,7 +53,7 @@ def respond(call: ModelCall) -> object:
         return {"facts": [{"text": PORTO_FACT if porto else LYON_FACT, "topic": "home_location", "kind": "state",
                            "inferred": porto, "evidence": [0]}]}
     if call.purpose == "value_change":
-        return {"reasoning": REASONING, "verdict": "different"}
+        return {"reasoning": REASONING, "verdict": "does_not_fit"}
     if call.purpose in ("dependants", "ended"):
         return {"reasoning": REASONING, "no_longer_true": []}
     if call.purpose == "premise":

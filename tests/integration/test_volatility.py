@@ -69,7 +69,7 @@ RULES = [
     Rule(purpose="extraction", contains="accountant", reply=Reply.json({"facts": [
         _fact("Works as an accountant", "job_title")]})),
     Rule(purpose="value_change", contains=["Is vegetarian", "steak"], reply=Reply.json({
-        "reasoning": "Steak most nights is not a vegetarian diet.", "verdict": "different"})),
+        "reasoning": "Steak most nights is not a vegetarian diet.", "verdict": "does_not_fit"})),
 ]
 
 
@@ -156,7 +156,7 @@ BLIP_RULES = [
     Rule(purpose="extraction", contains="brief", reply=Reply.json({"facts": [
         _fact("Wants brief answers", "answer_style", inferred=True)]})),
     Rule(purpose="value_change", reply=Reply.json({
-        "reasoning": "Short answers contradict a taste for thorough ones.", "verdict": "different"})),
+        "reasoning": "Short answers contradict a taste for thorough ones.", "verdict": "does_not_fit"})),
 ]
 
 

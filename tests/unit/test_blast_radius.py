@@ -41,7 +41,7 @@ class Script:
                 return {"facts": [fact(text, topic) | {"inferred": False} for text, topic in self.first]}
             return {"facts": self.second}
         if call.purpose == "value_change":
-            return {"reasoning": "scripted", "verdict": "different"}
+            return {"reasoning": "scripted", "verdict": "does_not_fit"}
         if call.purpose in ("dependants", "ended"):
             listed = call.last_user_message.split("Facts:\n", 1)[1].split("\nWhich of", 1)[0].splitlines()
             return {"reasoning": "scripted",

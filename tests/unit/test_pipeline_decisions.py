@@ -27,12 +27,12 @@ def fact(text: str, topic: str, *, kind: str = "state", inferred: bool = False, 
 
 
 class Script:
-    """Scripted answers by purpose: extraction by a word of the conversation; value_change "different" (or
+    """Scripted answers by purpose: extraction by a word of the conversation; value_change "does_not_fit" (or
     ``verdict``); a change's dependants and an ending end nothing listed."""
 
     def __init__(self) -> None:
         self.extractions: dict[str, list[dict[str, object]]] = {}
-        self.verdict = "different"
+        self.verdict = "does_not_fit"
         self.reasoning = "scripted"
         self.answer = "Yes."
 
@@ -131,11 +131,11 @@ def test_an_implied_value_the_model_calls_the_same_confirms_the_current_one(
     script: Script, make_memory: MakeMemory, logprobs: bool
 ) -> None:
     """Changed on purpose (issue 33): stage 2's "still true" kept Lyon and added Porto beside it (two homes at
-    once). One home at a time: the model's "same" makes the implied value a confirmation, and nothing is added.
+    once). One home at a time: the model's "fits" makes the implied value a confirmation, and nothing is added.
     The write asks for no logprobs, so a server without them judges alike."""
     script.extractions["Lyon"] = [fact("Lives in Lyon", "location")]
     script.extractions["Porto"] = [fact("Lives in Porto", "location", inferred=True)]
-    script.verdict = "same"
+    script.verdict = "fits"
     memory, model = make_memory(logprobs=logprobs)
     memory.write(["I live in Lyon these days."], date="2024-01-10", session="s1")
     report = memory.write(["We finally settled in Porto."], date="2024-06-01", session="s2")

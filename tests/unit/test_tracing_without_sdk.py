@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent("""
             return {"facts": [{"text": "Lives in Porto" if porto else "Lives in Lyon", "topic": "home_location",
                                "kind": "state", "inferred": porto, "evidence": [0]}]}
         if call.purpose == "value_change":
-            return {"reasoning": "scripted", "verdict": "different"}
+            return {"reasoning": "scripted", "verdict": "does_not_fit"}
         if call.purpose == "premise":
             return 0.9
         return "Scripted answer."
