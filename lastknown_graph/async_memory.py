@@ -25,12 +25,13 @@ from lastknown_graph.domain.models import (
     UndoReport,
     UserExport,
 )
-from lastknown_graph.domain.reports import Answer, ForgetReport, WriteReport
+from lastknown_graph.domain.reports import Answer, Comparison, ForgetReport, WriteReport
 from lastknown_graph.domain.search import KindArgument, NamesArgument, PeriodArgument, StatusArgument
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.llm import ChatModel
 from lastknown_graph.memory import ANSWER_MAX_TOKENS, Memory
+from lastknown_graph.pipeline.naive_rag import DEFAULT_K
 from lastknown_graph.reader import DEFAULT_FORGET_THRESHOLD
 from lastknown_graph.store import Store
 
@@ -70,6 +71,9 @@ class AsyncMemory:
 
     async def ask(self, question: str, *, max_tokens: int = ANSWER_MAX_TOKENS) -> Answer:
         return await self._in_thread(self.memory.ask, question, max_tokens=max_tokens)
+
+    async def compare(self, question: str, *, k: int = DEFAULT_K, max_tokens: int = ANSWER_MAX_TOKENS) -> Comparison:
+        return await self._in_thread(self.memory.compare, question, k=k, max_tokens=max_tokens)
 
     async def premise_notes(self, message: str) -> list[str]:
         return await self._in_thread(self.memory.premise_notes, message)

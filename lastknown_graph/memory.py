@@ -20,7 +20,7 @@ from lastknown_graph.domain.models import (
     UserExport,
     WriteOutcome,
 )
-from lastknown_graph.domain.reports import Answer, UsageCounts, UsageReport, WriteReport
+from lastknown_graph.domain.reports import Answer, ComparedAnswer, Comparison, UsageCounts, UsageReport, WriteReport
 from lastknown_graph.domain.review import DEFAULT_REVIEW_BAND
 from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, MAX_FACT_CHARS, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors
@@ -29,10 +29,12 @@ from lastknown_graph.errors import InvalidInputError, SessionConflictError, Stal
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
 from lastknown_graph.pipeline.judgment import ConflictSettings
+from lastknown_graph.pipeline.naive_rag import DEFAULT_K, closest, user_sentences
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.user_words import UserWordsSettings, closest_user_words, render_user_words
 from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
 from lastknown_graph.prompts.answer import answer_messages
+from lastknown_graph.prompts.naive_rag import naive_rag_context, naive_rag_messages
 from lastknown_graph.reader import MemoryReader, day_argument, id_argument, text_argument, user_argument
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 
@@ -335,6 +337,32 @@ class Memory(MemoryReader):
             current.set_attributes(tracing.answer_attributes(answer, history_entries=len(history),
                                                              quoted_turns=len(quotes)))
             return answer
+
+    def compare(self, question: str, *, k: int = DEFAULT_K, max_tokens: int = ANSWER_MAX_TOKENS) -> Comparison:
+        """Answer ``question`` twice, side by side: with the memory (``ask``) and with naive RAG over the same stored
+        messages (the user's ``k`` sentences closest to the question, verbatim and dated, nothing else), the same
+        model for both. Each side comes with its context, calls and seconds: a user can see what the memory adds on
+        their own data. Forgotten (redacted) messages are in neither."""
+        question = text_argument(question)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        started = time.perf_counter()
+        remembered = self.ask(question, max_tokens=max_tokens)
+        memory_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        said = user_sentences(self.store.export_user(self.user))
+        vectors = self.embedder.embed([s.text for s in said]) if said else []
+        [query] = self.embedder.embed([question])
+        lines = [said[i].line() for i in closest(vectors, query, k)]
+        meter = UsageMeter()
+        text = tracing.traced(self.llm).text(naive_rag_messages(lines, question), purpose="answer", meter=meter,
+                                             max_tokens=max_tokens)
+        retrieved = Answer(text=text, premise_notes=(), context=naive_rag_context(lines), usage=usage_report(meter))
+        return Comparison(
+            question=question, memory=ComparedAnswer(answer=remembered, seconds=round(memory_seconds, 3)),
+            naive_rag=ComparedAnswer(answer=retrieved, seconds=round(time.perf_counter() - started, 3)),
+            sentences_searched=len(said), k=k,
+        )
 
     # ------------------------------------------------------------------ persistence
 

@@ -6,10 +6,7 @@ prompt is deliberately plain (what a user would write), and says nothing about f
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from bench.stale.dataset import Session
 from bench.stale.records import Probed, ProbeResult
@@ -17,11 +14,10 @@ from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.memory import usage_report
+from lastknown_graph.pipeline.naive_rag import closest, sentences
+from lastknown_graph.prompts.naive_rag import NAIVE_RAG_SYSTEM, RETRIEVED_HEADING
 
-BASELINE_SYSTEM = (
-    "You are a helpful assistant. Below are messages the user wrote to you in earlier conversations, with "
-    "their dates. Use them when they are relevant to the user's request."
-)
+BASELINE_SYSTEM = NAIVE_RAG_SYSTEM  # the library's naive RAG (Memory.compare) is this baseline
 # The peers (mem0, graphiti) answer from what their search returned: statements about the user, not the user's
 # messages, so their prompt says so and is otherwise the baselines' (bench/stale/peers/).
 RECALLED_SYSTEM = (
@@ -29,9 +25,7 @@ RECALLED_SYSTEM = (
     "with dates. Use it when it is relevant to the user's request."
 )
 HISTORY_HEADING = "The user's earlier messages (oldest first):"
-RETRIEVED_HEADING = "The user's earlier messages most related to this request (oldest first):"
 TRUNCATION_NOTE = "[... older messages left out ...]"
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def baseline_messages(heading: str, lines: list[str], question: str,
@@ -77,10 +71,6 @@ class FullHistory:
         """Nothing to release."""
 
 
-def sentences(turn: str) -> list[str]:
-    return [part.strip() for part in _SENTENCE_END.split(turn) if part.strip()]
-
-
 @dataclass
 class NaiveRag:
     """The user's sentences, verbatim, embedded; the top ``k`` by cosine to the question go in the prompt."""
@@ -103,16 +93,8 @@ class NaiveRag:
             self._lines.append(f"[{session.day.isoformat()}] {sentence}")
 
     def ask(self, question: str) -> Probed:
-        if self._vectors:
-            matrix = np.asarray(self._vectors, dtype=np.float64)
-            matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-            [query] = self.embedder.embed([question])
-            q = np.asarray(query, dtype=np.float64)
-            scores = matrix @ (q / np.linalg.norm(q))
-            # Back in the order they were said (sessions are fed in date order), as a user would paste them.
-            top = sorted(int(i) for i in np.argsort(-scores, kind="stable")[: self.k])
-        else:
-            top = []
+        # Back in the order they were said (sessions are fed in date order), as a user would paste them.
+        top = closest(self._vectors, self.embedder.embed([question])[0], self.k) if self._vectors else []
         return answer_probe(self.llm, baseline_messages(RETRIEVED_HEADING, [self._lines[i] for i in top], question),
                             question, self.answer_max_tokens)
 

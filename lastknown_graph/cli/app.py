@@ -47,6 +47,7 @@ from lastknown_graph.cli.runtime import (
 )
 from lastknown_graph.cli.write import run_write
 from lastknown_graph.config import quiet_progress_bars
+from lastknown_graph.pipeline.naive_rag import DEFAULT_K
 
 Handler = Callable[[argparse.Namespace, Runtime], int]
 
@@ -176,8 +177,14 @@ lastknown context --user alice --known-at 2024-09-03T18:00:00Z   # what an answe
     ask = _command(commands, common, "ask", "answer a question with the user's memory (calls the LLM)", """
 lastknown ask --user alice "Rainy-day ideas for Portland?"
 lastknown ask --user alice "Where do I live?" --json | jq -r .text
+lastknown ask --user alice --compare "Where do I live?"   # beside naive RAG over the same stored messages
 """, run_ask)
     ask.add_argument("question")
+    ask.add_argument("--compare", action="store_true",
+                     help="also answer with naive RAG over the user's stored sentences (the k closest, verbatim), "
+                          "side by side, each with its context, calls and seconds")
+    ask.add_argument("-k", type=int, default=DEFAULT_K,
+                     help=f"with --compare: how many sentences naive RAG retrieves (default {DEFAULT_K})")
 
     find = _command(commands, common, "find", "search current and historical facts by meaning", """
 lastknown find --user alice "where does the user live" -k 3

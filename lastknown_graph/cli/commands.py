@@ -18,6 +18,7 @@ from typing import Any
 from lastknown_graph.cli import audit as cli_audit
 from lastknown_graph.cli.render import (
     DEFAULT_CELL_WIDTH,
+    compared_text,
     facts_text,
     forget_text,
     history_text,
@@ -146,6 +147,10 @@ def run_as_of(args: argparse.Namespace, rt: Runtime) -> int:
 def run_ask(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
     rt.store_with_user(user)
+    if args.compare:
+        comparison = rt.memory(user).compare(args.question, k=args.k)
+        emit(rt.options, {"user": user, **comparison.model_dump(mode="json")}, compared_text(comparison))
+        return EXIT_OK
     answer = rt.memory(user).ask(args.question)
     if not rt.options.as_json:
         for premise in answer.premise_notes:

@@ -19,7 +19,7 @@ from lastknown_graph.domain.models import (
     UndoneFact,
     UndoReport,
 )
-from lastknown_graph.domain.reports import ForgetReport, WriteReport
+from lastknown_graph.domain.reports import ComparedAnswer, Comparison, ForgetReport, WriteReport
 
 ELLIPSIS = "…"
 # Default width of one table cell; long reasons and fact lists are cut so a row stays on one screen line.
@@ -207,3 +207,24 @@ def review_decision_text(decision: ReviewDecision) -> str:
         return (f"rejected: fact {decision.retirement_id} is current again, and {decision.new_fact_id} will not "
                 "retire it again")
     return f"accepted: the retirement of {decision.retirement_id} by {decision.new_fact_id} stands"
+
+
+def _calls(side: ComparedAnswer) -> str:
+    calls = side.answer.usage.total.calls
+    return f"{calls} call{'' if calls == 1 else 's'}, {side.seconds:.1f} s"
+
+
+def _indented(text: str) -> list[str]:
+    return [f"    {line}" if line else "" for line in text.splitlines()]
+
+
+def compared_text(comparison: Comparison) -> str:
+    """Both answers first, then the context each one answered from."""
+    memory, rag = comparison.memory, comparison.naive_rag
+    rag_name = f"naive RAG: the {comparison.k} closest of the user's {comparison.sentences_searched} stored sentences"
+    lines = [f"memory ({_calls(memory)}):", *_indented(memory.answer.text), "",
+             f"{rag_name} ({_calls(rag)}):", *_indented(rag.answer.text), "",
+             "memory's context:", *_indented(memory.answer.context)]
+    lines += [f"    premise note: {note}" for note in memory.answer.premise_notes]
+    lines += ["", "naive RAG's context:", *_indented(rag.answer.context)]
+    return "\n".join(lines)

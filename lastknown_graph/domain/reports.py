@@ -136,6 +136,23 @@ class Answer(Report):
     usage: UsageReport
 
 
+class ComparedAnswer(Report):
+    """One side of ``Memory.compare``: the answer with its context, calls and wall time."""
+
+    answer: Answer
+    seconds: float
+
+
+class Comparison(Report):
+    """The same question answered by the memory and by naive RAG over the same stored messages."""
+
+    question: str
+    memory: ComparedAnswer
+    naive_rag: ComparedAnswer
+    sentences_searched: int  # the user's stored sentences naive RAG chose from
+    k: int
+
+
 
 
 class JobState(StrEnum):

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from lastknown_graph.pipeline.naive_rag import sentences
+from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from tests.cli_env import scripted_model_env
 from tests.store_files import store_files
@@ -72,6 +74,7 @@ def rules() -> list[Rule]:
                                                       "no_longer_true": []})),
         Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
+        Rule(purpose="answer", system_contains=RETRIEVED_HEADING, reply="(scripted naive RAG answer)"),
         Rule(purpose="answer", reply="(scripted answer)"),
     ]
 
@@ -379,6 +382,28 @@ def test_ask_prints_the_answer_and_warns_about_an_outdated_premise(
     assert answer["text"] == "(scripted answer)"
     assert len(answer["premise_notes"]) == 1 and answer["usage"]["by_purpose"]["answer"]["calls"] == 1
     assert "premise" not in answer["usage"]["by_purpose"]
+
+
+def test_ask_compare_answers_beside_naive_rag_over_the_same_stored_words(
+    model_env: dict[str, str], alice: tuple[Path, str]
+) -> None:
+    path, user = alice
+    said = [s for turn in (*FEB, *SEP) for s in sentences(turn)]
+    payload = ok(run(model_env, "--json", "ask", "--compare", "Where do I live?", "-k", "2", "--store",
+                     embedded(path), "--user", user)).json()
+    assert payload["memory"]["answer"]["text"] == "(scripted answer)"
+    assert payload["naive_rag"]["answer"]["text"] == "(scripted naive RAG answer)"
+    assert (payload["sentences_searched"], payload["k"]) == (len(said), 2)
+    retrieved = payload["naive_rag"]["answer"]["context"].splitlines()
+    assert retrieved[0] == RETRIEVED_HEADING and len(retrieved) == 3
+    assert all(line.split("] ", 1)[1] in said for line in retrieved[1:])  # the user's own sentences, verbatim
+    assert "Lives in a hot desert region" in payload["memory"]["answer"]["context"]
+    text = ok(run(model_env, "ask", "--compare", "Where do I live?", "-k", "2", "--store", embedded(path),
+                  "--user", user)).out
+    assert text.startswith("memory (")
+    assert f"naive RAG: the 2 closest of the user's {len(said)} stored sentences (1 call, " in text
+    assert "    (scripted naive RAG answer)" in text and "naive RAG's context:" in text
+    assert run(model_env, "ask", "--compare", "x", "-k", "0", "--store", embedded(path), "--user", user).code == 3
 
 
 def test_find_returns_current_and_historical_facts_with_ids(

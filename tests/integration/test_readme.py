@@ -13,6 +13,8 @@ import pytest
 
 from lastknown_graph.demo import FEBRUARY, SEPTEMBER, scripted_rules
 from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
+from lastknown_graph.pipeline.naive_rag import sentences
+from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -52,9 +54,9 @@ def block_with(marker: str) -> str:
 
 def test_readme_has_the_agent_undo_review_belief_time_background_asyncio_and_langgraph_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 7
-    assert [block_with(m) for m in ("memory.save(", "memory.undo(", "review_decide(", "known_at=", "spool_dir=",
-                                    "AsyncMemory", "MemoryNodes")] == blocks
+    assert len(blocks) == 8
+    assert [block_with(m) for m in ("memory.save(", "memory.undo(", "review_decide(", "known_at=", ".compare(",
+                                    "spool_dir=", "AsyncMemory", "MemoryNodes")] == blocks
 
 
 def test_readme_review_example_keeps_the_nurse_and_does_not_retire_her_again(
@@ -76,6 +78,16 @@ def test_readme_belief_time_example_shows_a_late_conversation_unknown_before_its
 ) -> None:
     output = run_against_the_scripted_server(block_with("known_at="), tmp_path, monkeypatch).splitlines()
     assert output == ["['Lives in Portland']", "[]", "False True"]
+
+
+def test_readme_compare_example_answers_with_the_memory_and_with_the_users_own_sentences(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    output = run_against_the_scripted_server(block_with(".compare("), tmp_path, monkeypatch).splitlines()
+    assert output[0].startswith("memory ") and output[1].startswith("naive RAG 1 calls, ")
+    assert output[2] == RETRIEVED_HEADING
+    said = [*sentences(FEBRUARY[0]), *sentences(SEPTEMBER[0])]
+    assert [line.split("] ", 1)[1] for line in output[3:]] == said  # fewer than k: every sentence, in order
 
 
 def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

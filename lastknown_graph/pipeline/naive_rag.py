@@ -1,0 +1,51 @@
+"""Naive RAG over the user's stored words: every sentence the user wrote, verbatim and dated, and the ``k`` closest
+to the question by cosine. What an engineer would build before a memory; ``Memory.compare`` answers with it beside
+the memory, over the same stored messages. A redacted (forgotten) message gives no sentence."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+
+from lastknown_graph.domain.models import Role, UserExport
+
+DEFAULT_K = 8  # the public comparisons of memory layers with naive RAG retrieve the 8 closest sentences
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class DatedSentence:
+    day: date
+    text: str
+
+    def line(self) -> str:
+        return f"[{self.day.isoformat()}] {self.text}"
+
+
+def sentences(turn: str) -> list[str]:
+    return [part.strip() for part in _SENTENCE_END.split(turn) if part.strip()]
+
+
+def user_sentences(export: UserExport) -> list[DatedSentence]:
+    """The user's sentences in the order they were said (by session date, then turn)."""
+    days = {session.id: session.date for session in export.sessions}
+    turns = sorted((m for m in export.messages if m.role is Role.USER and m.text and not m.redacted),
+                   key=lambda m: (days[m.session_id], m.session_id, m.index))
+    return [DatedSentence(days[m.session_id], sentence) for m in turns for sentence in sentences(m.text or "")]
+
+
+def closest(vectors: Sequence[Sequence[float]], query: Sequence[float], k: int) -> list[int]:
+    """The positions of the ``k`` vectors closest to ``query`` by cosine, back in their original order (as a user
+    would paste them); ties keep the earlier one."""
+    if not vectors or k < 1:
+        return []
+    matrix = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = matrix / np.where(norms == 0.0, 1.0, norms)
+    q = np.asarray(query, dtype=np.float64)
+    scores = matrix @ (q / (np.linalg.norm(q) or 1.0))
+    return sorted(int(i) for i in np.argsort(-scores, kind="stable")[:k])
