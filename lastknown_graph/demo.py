@@ -1,10 +1,12 @@
 """The demo: a user who moved without saying so, remembered through two conversations.
 
     python -m lastknown_graph.demo [--scripted] [--store-path PATH]
+    python -m lastknown_graph.demo --serve-scripted [--port 8099]
 
 Uses the LLM endpoint from LASTKNOWN_BASE_URL / LASTKNOWN_MODEL / LASTKNOWN_API_KEY. When
 none answers, it says how to point it at one and shows the mechanics with a SCRIPTED model:
 canned answers from a local test double, labelled as such on every line they appear.
+``--serve-scripted`` serves that scripted model as an endpoint, to try the README's examples without a model.
 """
 
 from __future__ import annotations
@@ -236,13 +238,35 @@ def run(force_scripted: bool, store_path: Path) -> None:
     store.close()
 
 
+SCRIPTED_MODEL_NAME = "scripted"
+
+
+def serve_scripted(port: int) -> None:
+    """Serve the demo's scripted model until interrupted: an endpoint for the README's examples, no model behind it."""
+    with ScriptedLLMServer(scripted_rules(), supports_json_schema=False, model=SCRIPTED_MODEL_NAME,
+                           port_to_bind=port) as server:
+        print(f"serving the demo's SCRIPTED model (canned answers from a test double, not a model) at "
+              f"{server.base_url}\n  export LASTKNOWN_BASE_URL={server.base_url} "
+              f"LASTKNOWN_MODEL={SCRIPTED_MODEL_NAME} LASTKNOWN_API_KEY=x\nCtrl-C stops it.", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lastknown_graph.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scripted", action="store_true", help="use the scripted model even if an endpoint answers")
     parser.add_argument("--store-path", type=Path, default=Path(".lastknown/demo-memory.json"),
                         help="embedded store file, recreated on each run (default: %(default)s)")
+    parser.add_argument("--serve-scripted", action="store_true",
+                        help="serve the scripted model as an OpenAI-compatible endpoint instead of running the demo")
+    parser.add_argument("--port", type=int, default=8099,
+                        help="with --serve-scripted: the port (default %(default)s; 0: any free one)")
     args = parser.parse_args(argv)
+    if args.serve_scripted:
+        serve_scripted(args.port)
+        return 0
     try:
         run(args.scripted, args.store_path)
     except LastknownError as exc:

@@ -308,7 +308,7 @@ class _HTTPServer(ThreadingHTTPServer):
     block_on_close = False
 
     def __init__(self, script: ScriptedLLMServer) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", script.port_to_bind), _Handler)
         self.script = script
 
 
@@ -370,6 +370,7 @@ class ScriptedLLMServer:
     embedding_dimension: int = 32
     latency_s: float = 0.0
     parallel_slots: int | None = None
+    port_to_bind: int = 0  # 0: any free port (``port`` says which)
     _rules: list[Rule] = field(init=False, default_factory=list)
     _uses: list[int] = field(init=False, default_factory=list)
     _requests: list[RecordedRequest] = field(init=False, default_factory=list)

@@ -4,13 +4,16 @@ and an endpoint the user configured is waited for while busy, never silently rep
 from __future__ import annotations
 
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
-from lastknown_graph import demo
+from lastknown_graph import LLM, EmbeddedStore, Memory, demo
+from lastknown_graph.testing import HashedEmbedder
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
 DEMO_TIMEOUT_S = 600
@@ -54,3 +57,23 @@ def test_a_configured_endpoint_that_never_answers_stops_the_demo(monkeypatch: py
     with pytest.raises(demo.EndpointUnavailableError, match="--scripted"), \
             demo.chosen_llm(force_scripted=False, patience_s=0.05):
         pass
+
+
+def test_the_served_scripted_model_answers_the_readme_example_and_names_itself_scripted() -> None:
+    server = subprocess.Popen([sys.executable, "-m", "lastknown_graph.demo", "--serve-scripted", "--port", "0"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        assert "SCRIPTED model" in first and "not a model" in first
+        base_url = first.rsplit(" at ", 1)[1].strip()
+        assert [m["id"] for m in httpx.get(f"{base_url}/models", timeout=10).json()["data"]] == ["scripted"]
+        memory = Memory(LLM(base_url=base_url, model="scripted", api_key="x"), HashedEmbedder(), "reader",
+                        EmbeddedStore(None))
+        memory.write(demo.FEBRUARY, date="2024-02-10", session="s-1")
+        report = memory.write(demo.SEPTEMBER, date="2024-09-03", session="s-2")
+        assert [r.old_text for r in report.retired] == ["Lives in Portland"]
+        assert memory.ask("Rainy-day ideas for Portland?").text.startswith("(scripted)")
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
