@@ -209,7 +209,8 @@ def show_how_to_look(user: str, store: Store, store_path: Path) -> None:
     print(f"  {command} --store {target} --user {user} timeline --html {user}-timeline.html")
     if isinstance(store, Neo4jStore):  # the Cypher library runs on Neo4j only
         print(f"  {command} --store {target} --user {user} audit session_changes --param session_id=sep  # the move")
-        print("  Neo4j Browser (http://localhost:7474): set the user, then run cypher/audit_timeline_graph.cypher")
+        print("  Neo4j Browser (http://localhost:7474): set the user, then run "
+              "cypher/audit/audit_timeline_graph.cypher")
         print(f'    :param user_id => "{user}"')
 
 

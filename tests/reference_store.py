@@ -7,7 +7,7 @@ confirmations, replacement links) in plain dicts and lists, and every read is co
 from them by brute force. Nothing is indexed, cached or shared between users.
 
 Contract clauses encoded here (lastknown_graph/store/protocol.py, the models' docstrings and
-the purposes written in cypher/*.cypher):
+the purposes written in cypher/*/*.cypher):
 
 1. Scope. Every read and write names one user; a read for one user is computed from that
    user's memory alone, and a write can only change that user's memory.

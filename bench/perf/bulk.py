@@ -1,7 +1,7 @@
 """Loading synthetic users without the write path: the final state of a user's script, in one go.
 
 Writing a million facts session by session through ``Store.apply`` would take hours, so most users
-are bulk-loaded: on Neo4j by ``cypher/bench_load_users.cypher`` (several users per transaction),
+are bulk-loaded: on Neo4j by ``cypher/bench/bench_load_users.cypher`` (several users per transaction),
 on the embedded store by ``EmbeddedStore.import_user`` of an export built from the same state.
 Both must leave the graph ``apply`` leaves: ``shape_check`` compares them on a pair of users.
 """

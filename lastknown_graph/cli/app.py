@@ -284,14 +284,15 @@ lastknown import ~/.lastknown/memory.json --user alice --store bolt://localhost:
     import_.add_argument("path", metavar="FILE", help="a 'lastknown export' file (- for stdin) or an embedded store")
     import_.add_argument("--skip-existing", action="store_true", help="skip users the target store already has")
 
-    audit = _command(commands, common, "audit", "run a query of the Cypher library (read-only) and print a table", """
+    audit = _command(commands, common, "audit", "run a query of the audit library (read-only) and print a table", """
 lastknown audit --list
 lastknown audit facts_per_topic --user alice --store bolt://localhost:7687
 lastknown audit why_retired --user alice --param fact_id=fact-5b2e9a --store bolt://localhost:7687
-lastknown audit facts_by_status --user alice --param statuses=current,retired --json
+lastknown audit session_changes --user alice --param session_id=s-2 --json
 lastknown audit integrity_redaction --param user_id=null     # every user
 """, run_audit)
-    audit.add_argument("name", nargs="?", metavar="QUERY", help="file name in cypher/ (the audit_ prefix is optional)")
+    audit.add_argument("name", nargs="?", metavar="QUERY",
+                       help="file name in cypher/audit/ (the audit_ prefix is optional)")
     audit.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="a query parameter, typed by the file's header; lists as a,b or JSON")
     audit.add_argument("--list", action="store_true", help="list the queries and their parameters")

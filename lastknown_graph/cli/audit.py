@@ -31,14 +31,14 @@ _HEADER_KEY = re.compile(r"^//\s*[a-z_]+:")
 
 
 def resolve(library: CypherLibrary, name: str) -> Query:
-    """The query ``name``, or ``audit_<name>`` so that ``audit why_retired`` finds ``audit_why_retired``."""
+    """The audit ``name``, or ``audit_<name>`` so that ``audit why_retired`` finds ``audit_why_retired``. Only the
+    audit library: the store's own queries and the benchmarks' are not for running by hand."""
+    audits = library.names("audit")
     for candidate in (name, AUDIT_PREFIX + name):
-        try:
+        if candidate in audits:
             return library.get(candidate)
-        except KeyError:
-            continue
-    audits = [n.removeprefix(AUDIT_PREFIX) for n in library.names() if n.startswith(AUDIT_PREFIX)]
-    raise InvalidInputError(f"no query named {name!r}; audits: {', '.join(audits)} (lastknown audit --list)")
+    shown = [n.removeprefix(AUDIT_PREFIX) for n in audits]
+    raise InvalidInputError(f"no audit named {name!r}; audits: {', '.join(shown)} (lastknown audit --list)")
 
 
 def header(query: Query, field_name: str) -> str:
@@ -185,8 +185,7 @@ def _with_driver(
 
 
 def catalogue(library: CypherLibrary) -> tuple[list[str], list[list[str]]]:
-    """Every query of the library with its purpose, audits first."""
-    names = library.names()
-    ordered = [n for n in names if n.startswith(AUDIT_PREFIX)] + [n for n in names if not n.startswith(AUDIT_PREFIX)]
-    rows = [[name, ", ".join(used_parameters(library.get(name))), library.get(name).purpose] for name in ordered]
+    """Every query of the audit library with its parameters and purpose."""
+    rows = [[name, ", ".join(used_parameters(library.get(name))), library.get(name).purpose]
+            for name in library.names("audit")]
     return ["name", "parameters", "purpose"], rows

@@ -1,7 +1,7 @@
 """The review queue's rule: which retirements were decided with little margin, and why (docs/graph-model.md, "Review").
 
 Pure functions over what a retirement link stores (its stage, stage 1's probability and the bar it was compared
-with) and its two facts, so both stores and the Cypher file ``cypher/review_queue.cypher`` apply one rule, and the
+with) and its two facts, so both stores and the Cypher file ``cypher/store/review_queue.cypher`` apply one rule, and the
 band is a parameter of the read, not of the write.
 """
 
@@ -47,7 +47,7 @@ def doubts(
     *, stage: str | None, still_true_probability: float | None, flag_bar: float | None, new_inferred: bool,
     old_domain: str | None, band: float, stable: frozenset[str],
 ) -> tuple[ReviewReason, ...]:
-    """Why a retirement is doubtful (empty: it is not). The same rule as ``cypher/review_queue.cypher``."""
+    """Why a retirement is doubtful (empty: it is not). The same rule as ``cypher/store/review_queue.cypher``."""
     found = []
     if still_true_probability is not None and flag_bar is not None and abs(still_true_probability - flag_bar) <= band:
         found.append(ReviewReason.NEAR_BAR)

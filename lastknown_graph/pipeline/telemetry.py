@@ -1,6 +1,6 @@
 """Per-domain telemetry, computed from a user's export so both stores give the same numbers.
 
-The same figures come from ``cypher/domain_telemetry.cypher`` for Neo4j Browser; a test holds the two equal.
+The same figures come from ``cypher/store/domain_telemetry.cypher`` for Neo4j Browser; a test holds the two equal.
 """
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: l
 
 
 def _undo_graph(graph: nx.MultiDiGraph, user_id: str) -> UserGraph:
-    """The user's memory as ``store.undo`` plans from it: the maps cypher/undo_user_graph.cypher returns."""
+    """The user's memory as ``store.undo`` plans from it: the maps cypher/store/undo_user_graph.cypher returns."""
     user_key = _user_key(user_id)
     if user_key not in graph:
         return user_graph([], [])
@@ -245,8 +245,8 @@ def _undo_graph(graph: nx.MultiDiGraph, user_id: str) -> UserGraph:
 
 
 def _apply_undo(graph: nx.MultiDiGraph, user_id: str, plan: UndoPlan, undone_at: datetime) -> None:
-    """What cypher/undo_sessions.cypher does, then the user's revision and the traces of the undone sessions
-    (cypher/write_undone_sessions.cypher), or the user when nothing is left."""
+    """What cypher/store/undo_sessions.cypher does, then the user's revision and the traces of the undone sessions
+    (cypher/store/write_undone_sessions.cypher), or the user when nothing is left."""
     undone = set(plan.session_ids)
     fact_keys = [k for _, k, t in graph.out_edges(_user_key(user_id), keys=True) if t == "KNOWS"]
     for key in fact_keys:
@@ -638,7 +638,7 @@ class EmbeddedStore:
 
     def _retirements_into(self, graph: nx.MultiDiGraph, user_id: str, old_fact_id: str,
                           new_fact_id: str | None) -> list[RetirementLink]:
-        """What cypher/review_retirement.cypher reads."""
+        """What cypher/store/review_retirement.cypher reads."""
         old_key = _fact_key(old_fact_id)
         if old_key not in graph or graph.nodes[old_key]["user_id"] != user_id:
             return []

@@ -165,8 +165,8 @@ class Store(Protocol):
     def review_queue(self, user_id: str, band: float, stable_domains: frozenset[str]) -> list[ReviewItem]:
         """The user's retirements not yet reviewed that were decided with little margin, oldest first (by ``at``,
         then retired fact id): the rule of ``domain/review.py`` with this ``band`` and these stable domains, as
-        ``cypher/review_queue.cypher`` applies it. Items carry no ``evidence``; ``MemoryReader.review`` adds it. An
-        unknown user has an empty queue."""
+        ``cypher/store/review_queue.cypher`` applies it. Items carry no ``evidence``; ``MemoryReader.review`` adds
+        it. An unknown user has an empty queue."""
 
     def decide_review(
         self, user_id: str, old_fact_id: str, new_fact_id: str | None, verdict: ReviewVerdict, reviewed_at: datetime,

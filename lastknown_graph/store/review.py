@@ -1,7 +1,7 @@
 """Which retirement a review decision names, for both stores: the one link to decide, or the typed error.
 
-A store reads the retirement links into the named fact (``cypher/review_retirement.cypher``; the embedded store reads
-the same from its graph), and ``chosen_retirement`` decides from them, so both stores refuse alike and before they
+A store reads the retirement links into the named fact (``cypher/store/review_retirement.cypher``; the embedded store
+reads the same from its graph), and ``chosen_retirement`` decides from them, so both stores refuse alike and before they
 change anything.
 """
 

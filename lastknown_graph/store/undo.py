@@ -1,7 +1,7 @@
 """Planning an undo, shared by both stores: which sessions it takes along and what undoing each one changes.
 
 A store reads one user's memory without embeddings, as the maps ``user_graph`` takes (the row of
-``cypher/undo_user_graph.cypher``; the embedded store builds the same maps from its graph), and ``plan_undo``
+``cypher/store/undo_user_graph.cypher``; the embedded store builds the same maps from its graph), and ``plan_undo``
 decides from it, so both stores undo alike. Each store then applies the plan in one transaction.
 
 What a session changed is what it wrote:

@@ -1,4 +1,4 @@
-"""Every ``cypher/audit_*.cypher`` query, run on a real Neo4j against a scripted scenario, with exact rows.
+"""Every ``cypher/audit/audit_*.cypher`` query, run on a real Neo4j against a scripted scenario, with exact rows.
 
 The scenario is written through the store (as the pipeline would) for a fresh user: February states a
 home, a job, a diet and a passing moment; September's desert clues retire Portland, a new job retires
@@ -37,7 +37,7 @@ from tests.builders import DIMENSION, SessionBuilder, near, new_user, vec
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = CypherLibrary()
-AUDIT = [name for name in LIBRARY.names() if name.startswith("audit_")]
+AUDIT = LIBRARY.names("audit")
 INTEGRITY = [name for name in AUDIT if name.startswith("audit_integrity_")]
 DATABASE = os.environ.get("LASTKNOWN_NEO4J_DATABASE") or None
 

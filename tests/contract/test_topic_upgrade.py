@@ -58,7 +58,7 @@ def test_a_memory_written_before_attributes_is_judged_by_the_attribute_its_topic
 
 def test_the_audit_lists_one_valued_attributes_holding_two_current_values(neo4j_store_session: Store,
                                                                           neo4j_uri: str) -> None:
-    """`cypher/audit_one_valued_attributes.cypher`, as `lastknown audit` runs it with the library's table."""
+    """`cypher/audit/audit_one_valued_attributes.cypher`, as `lastknown audit` runs it with the library's table."""
     user = new_user("audit")
     session = SessionBuilder(user, "s-1", date(2023, 5, 1))
     session.fact("Lives in Tromsø", "home_location", vec(1))

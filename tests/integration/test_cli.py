@@ -789,14 +789,13 @@ def test_export_then_import_into_neo4j(model_env: dict[str, str], tmp_path: Path
     skipped = ok(run(model_env, "import", str(exported), "--store", neo4j_uri, "--skip-existing", "--json")).json()
     assert (skipped["imported"], skipped["skipped"]) == ([], [user])
 
-    rows = ok(run(model_env, "audit", "facts_by_status", "--param", "statuses=current,retired", "--user", user,
-                  "--store", neo4j_uri, "--json")).json()["rows"]
-    assert sorted(r["fact"]["text"] for r in rows) == sorted(
-        t for t, status in history_texts(model_env, store, user).items() if status in ("current", "retired"))
-    table = ok(run(model_env, "audit", "timeline", "--user", user, "--store", neo4j_uri)).out
-    header, _, *lines = table.splitlines()
-    assert header.split()[:3] == ["at", "kind", "session_id"]
-    assert any("retired" in line and "Lives in Portland" in line for line in lines)
+    rows = ok(run(model_env, "audit", "facts_per_topic", "--user", user, "--store", neo4j_uri, "--json")).json()["rows"]
+    statuses = list(history_texts(model_env, store, user).values())
+    assert sum(r["total"] for r in rows) == len(statuses)
+    assert sum(r["retired"] for r in rows) == statuses.count("retired") > 0
+    table = ok(run(model_env, "audit", "session_changes", "--param", "session_id=s-sep", "--user", user,
+                   "--store", neo4j_uri)).out
+    assert any("Lives in Portland" in line for line in table.splitlines()[2:])  # the move the session made
 
 
 def test_import_migrates_every_user_of_an_embedded_store(
@@ -841,24 +840,26 @@ def test_upgrade_adds_embedding_bytes_to_older_neo4j_facts(
     assert run(model_env, "upgrade", "--store", neo4j_uri, "--batch-size", "0").code == 3
 
 
-def test_audit_checks_parameters_and_refuses_writes(
+def test_audit_runs_only_the_audit_library_and_checks_parameters(
     no_model_env: dict[str, str], alice: tuple[Path, str], neo4j_uri: str
 ) -> None:
     listing = ok(run(no_model_env, "audit", "--list", "--json")).json()["queries"]
-    assert {"name": "facts_by_status", "parameters": "statuses, user_id"}.items() <= next(
-        q for q in listing if q["name"] == "facts_by_status").items()
+    assert listing and all(q["name"].startswith("audit_") for q in listing)  # not the store's own queries
+    assert {"name": "audit_session_changes", "parameters": "session_id, user_id"}.items() <= next(
+        q for q in listing if q["name"] == "audit_session_changes").items()
     user = new_user("audit")
-    missing = run(no_model_env, "audit", "facts_by_status", "--user", user, "--store", neo4j_uri)
-    assert missing.code == 3 and "statuses" in missing.err
-    unknown = run(no_model_env, "audit", "facts_by_status", "--user", user, "--param", "status=current",
+    missing = run(no_model_env, "audit", "session_changes", "--user", user, "--store", neo4j_uri)
+    assert missing.code == 3 and "session_id" in missing.err
+    unknown = run(no_model_env, "audit", "session_changes", "--user", user, "--param", "session=s-1",
                   "--store", neo4j_uri)
-    assert unknown.code == 3 and "no parameter 'status'" in unknown.err
-    empty = ok(run(no_model_env, "audit", "timeline", "--user", user, "--store", neo4j_uri, "--json")).json()
-    assert empty["rows"] == [] and empty["columns"][:2] == ["at", "kind"]
-    writes = run(no_model_env, "audit", "delete_user", "--user", user, "--store", neo4j_uri)
-    assert writes.code == 3 and "only runs read queries" in writes.err
+    assert unknown.code == 3 and "no parameter 'session'" in unknown.err
+    empty = ok(run(no_model_env, "audit", "facts_per_topic", "--user", user, "--store", neo4j_uri, "--json")).json()
+    assert empty["rows"] == [] and empty["query"] == "audit_facts_per_topic"
+    for store_query in ("delete_user", "timeline"):  # the store's own queries, a write among them, are not audits
+        refused = run(no_model_env, "audit", store_query, "--user", user, "--store", neo4j_uri)
+        assert refused.code == 3 and f"no audit named '{store_query}'" in refused.err
     path, alice_user = alice
-    on_file = run(no_model_env, "audit", "timeline", "--user", alice_user, "--store", embedded(path))
+    on_file = run(no_model_env, "audit", "facts_per_topic", "--user", alice_user, "--store", embedded(path))
     assert on_file.code == 3 and "needs a Neo4j store" in on_file.err
     assert run(no_model_env, "audit", "no_such_query", "--store", neo4j_uri).code == 3
 

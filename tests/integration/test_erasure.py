@@ -1,6 +1,6 @@
 """Isolation and erasure: user B never sees user A; forgotten text and embeddings leave no trace anywhere.
 
-The Neo4j scan (cypher/scan_for_trace.cypher) reads every property of every node and relationship
+The Neo4j scan (cypher/store/scan_for_trace.cypher) reads every property of every node and relationship
 in the whole database, all users included; the embedded scan reads the raw bytes of every file of the
 store (snapshot, journal, temp files). Each scan is first shown to find the secret while it is still
 remembered, so an empty result afterwards means erasure, not a blind scan. The LLM is the scripted test

@@ -199,7 +199,7 @@ def test_a_confirmed_preference_resists_one_inferred_blip_and_yields_to_accumula
 
 
 def assert_cypher_telemetry_agrees(store: Any, memory: Memory) -> None:
-    """cypher/domain_telemetry.cypher gives Neo4j Browser users the numbers Memory.telemetry() gives."""
+    """cypher/store/domain_telemetry.cypher gives Neo4j Browser users the numbers Memory.telemetry() gives."""
     from lastknown_graph.store import Neo4jStore
     from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 

@@ -97,7 +97,7 @@ def test_no_python_file_builds_cypher_from_strings() -> None:
 
 def test_every_cypher_file_takes_values_as_parameters() -> None:
     """No query file splices values in with APOC's dynamic Cypher or string concatenation."""
-    files = sorted((ROOT / "cypher").glob("*.cypher"))
+    files = sorted((ROOT / "cypher").rglob("*.cypher"))
     assert len(files) > 40
     for path in files:
         body = "\n".join(line for line in path.read_text("utf-8").splitlines() if not line.lstrip().startswith("//"))

@@ -1,4 +1,6 @@
-"""The Cypher library: every query the code runs is a named, parameterised file in ``cypher/``.
+"""The Cypher library: every query the code runs is a named, parameterised file in ``cypher/``, in one of three
+parts: ``audit/`` for users (``lastknown audit``, Neo4j Browser), ``store/`` for the store's own reads and writes,
+``bench/`` for the benchmarks. A name is unique across the parts.
 
 Files are read once per :class:`CypherLibrary` instance and never formatted: values only
 ever reach Neo4j as parameters. Users run the same files in Neo4j Browser or cypher-shell.
@@ -39,22 +41,30 @@ class Query:
         return [part.strip() for part in _STATEMENT_END.split(body) if part.strip()]
 
 
+PARTS = ("audit", "store", "bench")
+
+
 @dataclass
 class CypherLibrary:
     directory: Path = field(default_factory=default_cypher_dir)
     _cache: dict[str, Query] = field(default_factory=dict, init=False, repr=False)
 
-    def names(self) -> list[str]:
-        return sorted(p.stem for p in self.directory.glob("*.cypher"))
+    def names(self, part: str | None = None) -> list[str]:
+        """Every query's name, or those of one part (``audit``, ``store``, ``bench``)."""
+        if part is not None and part not in PARTS:
+            raise ValueError(f"no part {part!r} in the Cypher library; parts: {', '.join(PARTS)}")
+        return sorted(p.stem for chosen in ([part] if part else PARTS)
+                      for p in (self.directory / chosen).glob("*.cypher"))
 
     def get(self, name: str) -> Query:
         if name in self._cache:
             return self._cache[name]
         if not _NAME.match(name):
             raise KeyError(f"not a query name: {name!r}")
-        path = self.directory / f"{name}.cypher"
-        if not path.is_file():
+        found = [path for part in PARTS if (path := self.directory / part / f"{name}.cypher").is_file()]
+        if not found:
             raise KeyError(f"no query named {name!r} in {self.directory}")
+        [path] = found  # a name is unique across the parts (tests/unit/test_cypher_library.py)
         text = path.read_text(encoding="utf-8")
         query = Query(name=name, text=text, purpose=_header_field(text, "purpose"))
         self._cache[name] = query
