@@ -61,6 +61,8 @@ def _fact(text: str, topic: str, kind: str = "state", inferred: bool = False, ev
 def scripted_rules() -> list[Rule]:
     """Canned answers for this demo's two conversations (and the README's review example, a nurse whom a weekend of
     painting made a house painter); nothing here is a model's judgement."""
+    portland = [_fact("Lives in Portland", "home_location"), _fact("Does not mind the rain", "like")]
+    desert = _fact("Lives in a hot desert region", "home_location", inferred=True)
     return [
         Rule(purpose="extraction", contains="nurse at St. Mary's", reply=Reply.json({"facts": [
             _fact("Works as a nurse at St. Mary's", "job_title")]})),
@@ -70,16 +72,18 @@ def scripted_rules() -> list[Rule]:
             _fact("Works as a house painter", "job_title", inferred=True)]})),
         Rule(purpose="value_change", contains=["nurse at St. Mary's", "house painter"], reply=Reply.json({
             "reasoning": "Painting all weekend suggests painting is now her work.", "verdict": "does_not_fit"})),
-        Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": [
-            _fact("Lives in Portland", "home_location"),
-            _fact("Does not mind the rain", "like"),
+        # The demo's conversations, then their first sentences alone (the README's one-sentence examples): a user
+        # who wrote one sentence is never shown facts from the demo's second one.
+        Rule(purpose="extraction", contains=["Portland for years", "sourdough"], reply=Reply.json({"facts": [
+            *portland,
             _fact("Is on the train to work", "current_activity", kind="moment", evidence=1),
             _fact("Reads about sourdough", "hobby", evidence=1),
         ]})),
-        Rule(purpose="extraction", contains="bark scorpion", reply=Reply.json({"facts": [
-            _fact("Lives in a hot desert region", "home_location", inferred=True),
-            _fact("Is making coffee before work", "current_activity", kind="moment", evidence=1),
+        Rule(purpose="extraction", contains="Portland for years", reply=Reply.json({"facts": portland})),
+        Rule(purpose="extraction", contains=["bark scorpion", "coffee"], reply=Reply.json({"facts": [
+            desert, _fact("Is making coffee before work", "current_activity", kind="moment", evidence=1),
         ]})),
+        Rule(purpose="extraction", contains="bark scorpion", reply=Reply.json({"facts": [desert]})),
         Rule(purpose="value_change", contains="Lives in Portland", reply=Reply.json({
             "reasoning": "Bark scorpions and dry heat point to a hot desert; Portland is rainy and temperate.",
             "verdict": "does_not_fit"})),

@@ -196,6 +196,9 @@ def test_readme_command_line_examples_run_as_written(tmp_path: Path) -> None:
     assert "Lives in a hot desert region" in context.split("No longer true")[0]
     assert "Lives in Portland" in context.split("No longer true")[1]
     assert "retired" in json.dumps(timeline)
+    # The scripted model knows the demo's longer conversations; a user who wrote one sentence sees only its facts.
+    written = outputs[0] + outputs[1] + context
+    assert not any(unsaid in written for unsaid in ("sourdough", "train", "coffee")), written
 
 
 def mcp_host_config() -> dict[str, Any]:
