@@ -113,10 +113,15 @@ def _ends(text: str) -> bool:
     return any(m.group(0) in _ENDING for m in _WORD.finditer(folded))
 
 
+def what_ended(ending: str) -> frozenset[str]:
+    """The content words of an ending, less its ending words ("Sold the red van" -> {"red", "van"})."""
+    return content_words(ending) - _ENDING
+
+
 def resumes(ending: str, new: str) -> bool:
     """``new`` holds again what ``ending`` said was over ("Plays chess" after "No longer plays chess"; "Has a dog named
     Biscuit" after "Does not have a dog"): the ending's content words, less its ending words, are all in ``new``."""
     if not _ends(ending) or _ends(new):
         return False
-    what_ended = content_words(ending) - _ENDING
-    return bool(what_ended) and what_ended <= content_words(new)
+    ended = what_ended(ending)
+    return bool(ended) and ended <= content_words(new)

@@ -273,6 +273,23 @@ def test_an_ending_the_words_do_not_tell_still_replaces_when_the_extraction_flag
         ("Lives in Lyon", "Moved out of Lyon", Stage.REPLACED)]
 
 
+@pytest.mark.parametrize(("said", "text", "replaces"), [
+    ("My brother Joost moved to Toronto for his PhD.", "Joost moved to Toronto for his PhD", False),
+    ("Joost's new flat in Toronto is tiny.", "Joost's flat is in Toronto", False),
+    ("Moved to Toronto last month.", "Moved to Toronto", True),
+    ("Toronto it is: I live there now.", "Lives in Toronto", True),
+])
+def test_a_fact_opening_with_a_name_the_user_wrote_is_about_that_person_and_replaces_nothing(
+    script: Script, memory: Memory, said: str, text: str, replaces: bool
+) -> None:
+    lives_in_lyon(script, memory)
+    script.extractions["Toronto"] = [state(text, "home_location")]
+    report = memory.write([said], date="2024-06-01", session="s2")
+    assert [r.old_text for r in report.retired] == (["Lives in Lyon"] if replaces else [])
+    [added] = report.added
+    assert (added.text, added.topic) == (text, "home_location" if replaces else "other")
+
+
 def test_a_new_value_in_another_script_is_not_a_repetition_of_the_current_one(
     script: Script, memory: Memory
 ) -> None:
@@ -366,6 +383,18 @@ def test_an_ending_the_extraction_did_not_flag_is_read_from_its_words(
     report = memory.write([said], date="2024-06-01", session="s2")
     assert purposes_since(model, before) == (["extraction", "ended"] if asks else ["extraction"])
     assert [r.old_text for r in report.retired] == (["Owns a red van"] if asks else [])
+
+
+def test_an_ending_filed_under_a_neighbouring_attribute_also_lists_the_facts_that_name_what_ended(
+    script: Script, model: ScriptedModel, memory: Memory
+) -> None:
+    garage(script, memory)
+    script.extractions["neighbour"] = [state("Sold the red van to a neighbour", "possession", ended=True)]
+    script.ends = {"Owns a red van"}
+    report = memory.write(["The neighbour bought the red van off me on Saturday."], date="2024-06-01", session="s2")
+    [asked] = model.calls_for("ended")
+    assert listed_texts(asked) == ["Owns a red van"]  # the only fact naming the van; other vehicles are not listed
+    assert [(r.old_text, r.stage) for r in report.retired] == [("Owns a red van", Stage.ENDED)]
 
 
 def test_an_implied_ending_the_model_names_a_fact_for_waits_in_the_review_queue(
