@@ -133,10 +133,9 @@ class Memory(MemoryReader):
             raise InvalidInputError(f"attributes must be an AttributeTable, got {type(attributes).__name__}")
         user = user_argument(user)  # before a default store is opened for it
         super().__init__(store if store is not None else default_store(), user, embedder=embedder, priors=priors,
-                         review_band=review_band)
+                         review_band=review_band, attributes=attributes)
         self.llm = llm
         self.conflict_settings = conflict_settings or ConflictSettings()
-        self.attributes = attributes or AttributeTable()
         self.premise_settings = premise_settings or PremiseSettings()
         self.user_words_settings = user_words_settings or UserWordsSettings()
         self._schema_ready = False

@@ -12,6 +12,8 @@ from datetime import UTC, date, datetime, timedelta
 from os import PathLike
 from pathlib import Path
 
+from lastknown_graph.domain.attributes import AttributeTable
+from lastknown_graph.domain.dream import DreamPlan
 from lastknown_graph.domain.models import (
     DomainTelemetry,
     Fact,
@@ -35,6 +37,7 @@ from lastknown_graph.durable_files import write_private_file
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, SchemaMismatchError, UnknownUserError
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
+from lastknown_graph.pipeline.dream import plan_dream
 from lastknown_graph.pipeline.ranking import by_relevance, latest_day
 from lastknown_graph.pipeline.telemetry import domain_telemetry
 from lastknown_graph.store import ANY_STATUS, Store
@@ -106,14 +109,18 @@ class MemoryReader:
 
     def __init__(
         self, store: Store, user: str, *, embedder: Embedder | None = None, priors: VolatilityPriors | None = None,
-        review_band: float = DEFAULT_REVIEW_BAND,
+        review_band: float = DEFAULT_REVIEW_BAND, attributes: AttributeTable | None = None,
     ) -> None:
-        """``review_band`` is ``review()``'s default band (``LASTKNOWN_REVIEW_BAND`` in the CLI and the MCP server)."""
+        """``review_band`` is ``review()``'s default band (``LASTKNOWN_REVIEW_BAND`` in the CLI and the MCP server);
+        ``attributes`` the table the memory was written with (the default one if None)."""
+        if attributes is not None and not isinstance(attributes, AttributeTable):
+            raise InvalidInputError(f"attributes must be an AttributeTable, got {type(attributes).__name__}")
         self.user = user_argument(user)
         self.store = store
         self.embedder = embedder
         self.priors = priors or VolatilityPriors()
         self.review_band = band_argument(review_band)
+        self.attributes = attributes or AttributeTable()
 
     # ------------------------------------------------------------------ the state
 
@@ -137,6 +144,13 @@ class MemoryReader:
 
     def current(self) -> list[Fact]:
         return self.store.current_facts(self.user)
+
+    def dream_plan(self) -> DreamPlan:
+        """What a dream would change in the current memory, and the validator's decision on each proposal: the same
+        value said several ways merged into one of its texts, two current values of a one-valued attribute resolved
+        to the later one, legacy topics classified, moments of past days expired (``pipeline/dream.py``). Reads only,
+        with no model: nothing is changed."""
+        return plan_dream(self.user, self.current(), self.attributes)
 
     def history(self, known_at: datetime | None = None) -> list[HistoryEntry]:
         """Every fact, oldest first, with what replaced it.

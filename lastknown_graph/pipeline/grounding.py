@@ -49,17 +49,24 @@ def _proper_nouns(text: str) -> list[str]:
     return nouns
 
 
-def about_someone_named(fact_text: str, user_messages: list[str]) -> bool:
-    """The fact opens with a name the user wrote ("Joost moved to Toronto", "Sanne starts as head of department"):
-    it is about that person, not the user, whose facts leave the subject out ("Lives in ...")."""
+def opening_name(fact_text: str) -> str | None:
+    """The capitalised word a fact opens with when it reads as a name rather than a verb ("Joost moved ..."); None
+    for a fact opening as the user's facts do ("Lives in ...", "Has ..."), or in another script."""
     first = _WORD.match(fact_text.strip())
     if first is None:
-        return False  # another script, or no word: nothing to tell
+        return None
     word = re.sub(r"['’]s$", "", first.group(0))
     if not word[0].isupper() or word.lower() in _NOT_NAMES or word.lower() in _FACT_OPENERS \
             or _looks_like_a_verb(word):
-        return False
-    return any(re.search(rf"\b{re.escape(word)}\b", message) for message in user_messages)
+        return None
+    return word
+
+
+def about_someone_named(fact_text: str, user_messages: list[str]) -> bool:
+    """The fact opens with a name the user wrote ("Joost moved to Toronto", "Sanne starts as head of department"):
+    it is about that person, not the user, whose facts leave the subject out ("Lives in ...")."""
+    word = opening_name(fact_text)
+    return word is not None and any(re.search(rf"\b{re.escape(word)}\b", message) for message in user_messages)
 
 
 def ungrounded_terms(fact_text: str, user_messages: list[str]) -> list[str]:

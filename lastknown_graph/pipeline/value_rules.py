@@ -25,7 +25,7 @@ _NOT_CONTENT = frozenset("""
 a an the of in on at to for from with by and or but as is are was were be been being has have had do does did not
 no nor so than that this these those there here it its their them they he she his her user users who which what
 lives live living lived works work working worked as now currently still also just very really some any each every
-one two per into near around about over under new old own named called
+per into near around about over under new old own named called
 """.split())  # noqa: SIM905 - a word list reads better as text
 
 
@@ -45,11 +45,18 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in (m.group(0) for m in _WORD.finditer(folded)) if w not in _NOT_CONTENT)
 
 
+# Counts written as words are numbers too: "Has two cats" and "Has three cats" are different values.
+NUMBER_WORDS = frozenset("""
+one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred dozen
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
 def specific_terms(text: str) -> frozenset[str]:
-    """Names (capitalised words that do not open the text) and numbers."""
+    """Names (capitalised words that do not open the text) and numbers, in digits or words."""
     words = list(_WORD.finditer(text))
     names = {m.group(0).lower() for m in words[1:] if m.group(0)[0].isupper()}
-    return frozenset(names | set(_NUMBER.findall(text)))
+    counts = {m.group(0).lower() for m in words if m.group(0).lower() in NUMBER_WORDS}
+    return frozenset(names | counts | set(_NUMBER.findall(text)))
 
 
 def names(text: str) -> frozenset[str]:

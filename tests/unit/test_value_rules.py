@@ -110,3 +110,12 @@ def test_specific_terms_are_names_inside_the_text_and_numbers() -> None:
 ])
 def test_a_word_of_change_in_the_fact_or_the_words(texts: tuple[str, ...], announces: bool) -> None:
     assert announces_change(*texts) is announces
+
+
+@pytest.mark.parametrize(("current", "new"), [
+    ("Has two cats", "Has three cats"),
+    ("Works four days a week", "Works five days a week"),
+])
+def test_counts_written_as_words_are_values(current: str, new: str) -> None:
+    assert value_relation(current, new) is DIFFERENT
+    assert specific_terms(current) != specific_terms(new)

@@ -1,0 +1,225 @@
+"""A dream's plan: what consolidating one user's current memory would change, proposed and then validated.
+
+A memory that only grows collects the same fact said several ways, two current values of an attribute that has one,
+facts from before the attributes existed, and moments long past. A dream proposes four kinds of change only, each
+keeping the user's words as they are: it never deletes a fact and never writes a text (``domain/dream.py``).
+
+Proposals here come from rules on what the memory already holds (the attribute, its cardinality, the words):
+
+- **classify**: a topic written before the attribute vocabulary (``AttributeTable.legacy_renames``: "location",
+  "job") gets the attribute it meant;
+- **merge**: two current states of one attribute where one says all the other says (``value_rules``: "Is vegan" and
+  "Follows a strict vegan diet"): the stated one with the most confirmations stays, word for word;
+- **resolve**: a one-valued attribute with two current values (conversations written before the attributes, or an
+  import): the value stated on the later day stays;
+- **expire**: a moment of a day before the user's latest conversation that nothing expired.
+
+The validator decides each proposal, and a refused one stays in the plan with its reason. It is the one place that
+says what a dream may do, because the failures of dreams with small models are known (a pet's name made the user's
+name, a company read as a city, an allergy said once forgotten as noise): a merge joins only facts of one attribute
+whose names and numbers agree and none about someone named; a resolve never ends the last current value, and an
+implied value ending a stated one waits in the review queue; health, family and allergy facts never expire; only
+moments expire; a classification names an attribute of the table. The model proposes, the code decides: proposals a
+model makes go through the same validator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from lastknown_graph.domain.attributes import OTHER, Attribute, AttributeTable
+from lastknown_graph.domain.dream import DreamDecision, DreamPlan, DreamProposal, DreamVerdict, ProposalKind
+from lastknown_graph.domain.models import Fact, FactKind, FactStatus
+from lastknown_graph.pipeline.grounding import opening_name
+from lastknown_graph.pipeline.value_rules import NUMBER_WORDS, ValueRelation, names, specific_terms, value_relation
+
+# Attributes a dream never expires, whatever kind their facts were stored as: one allergy said once among dozens of
+# moments is still the allergy.
+NEVER_EXPIRED: frozenset[str] = frozenset({"health", "allergy", "medication", "family_member"})
+
+
+def plan_dream(user_id: str, facts: Sequence[Fact], table: AttributeTable) -> DreamPlan:
+    """The plan for ``facts`` (the user's current facts): every proposal the rules make, each decided."""
+    current = [f for f in facts if f.status is FactStatus.CURRENT]
+    decisions = [validate(p, current, table) for p in _classifications(current, table)]
+    topics = {f.id: f.topic for f in current}
+    for decision in decisions:
+        if decision.verdict is not DreamVerdict.REJECT and decision.proposal.topic is not None:
+            topics.update(dict.fromkeys(decision.proposal.fact_ids, decision.proposal.topic))
+    seen = [f.model_copy(update={"topic": topics[f.id]}) for f in current]
+    decisions += [validate(p, seen, table) for p in _merges_and_resolutions(seen, table)]
+    decisions += [validate(p, seen, table) for p in _expiries(seen)]
+    return DreamPlan(user_id=user_id, decisions=tuple(decisions))
+
+
+# ---------------------------------------------------------------------------------------------- proposals by rule
+
+
+def _classifications(facts: Iterable[Fact], table: AttributeTable) -> list[DreamProposal]:
+    renames = table.legacy_renames()
+    return [DreamProposal(kind=ProposalKind.CLASSIFY, fact_ids=(f.id,), topic=renames[f.topic],
+                          reason=f"'{f.topic}' was written before the attributes; it means {renames[f.topic]}")
+            for f in facts if f.topic in renames]
+
+
+def _keeper(facts: Sequence[Fact]) -> Fact:
+    """The fact a merge keeps: a stated one before an implied one, then the most confirmed, then the earliest."""
+    return min(facts, key=lambda f: (f.inferred, -len(f.confirmed_in), f.valid_from, f.recorded_at, f.id))
+
+
+def _merges_and_resolutions(facts: Sequence[Fact], table: AttributeTable) -> list[DreamProposal]:
+    proposals: list[DreamProposal] = []
+    by_attribute: dict[str, list[Fact]] = {}
+    for fact in facts:
+        if fact.kind is FactKind.STATE:
+            by_attribute.setdefault(table.resolve(fact.topic).name, []).append(fact)
+    for name, group in sorted(by_attribute.items()):
+        attribute = table.resolve(name)
+        left = list(group)
+        for same in _same_value_groups(group):
+            keep = _keeper(same)
+            merged = tuple(sorted(f.id for f in same if f.id != keep.id))
+            proposals.append(DreamProposal(kind=ProposalKind.MERGE, fact_ids=merged, keep_fact_id=keep.id,
+                                           reason=f"the same {name} said {len(same)} ways"))
+            left = [f for f in left if f.id not in merged]
+        if attribute.one_valued and len(left) > 1:
+            # Values said on the newest day stay: nothing tells which of two said the same day is current.
+            newest_day = max(f.valid_from for f in left)
+            ended = tuple(sorted(f.id for f in left if f.valid_from < newest_day))
+            if ended:
+                keep = _keeper([f for f in left if f.valid_from == newest_day])
+                proposals.append(DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=ended, keep_fact_id=keep.id,
+                                               reason=f"one {name} at a time: the value stated last stays"))
+    return proposals
+
+
+def _same_value_groups(group: Sequence[Fact]) -> list[list[Fact]]:
+    """Facts linked by "one says all the other says", in groups of two or more."""
+    parent = {f.id: f.id for f in group}
+
+    def root(fact_id: str) -> str:
+        while parent[fact_id] != fact_id:
+            fact_id = parent[fact_id]
+        return fact_id
+
+    for i, first in enumerate(group):
+        for second in group[i + 1:]:
+            if value_relation(first.text, second.text) is ValueRelation.SAME:
+                parent[root(second.id)] = root(first.id)
+    groups: dict[str, list[Fact]] = {}
+    for fact in group:
+        groups.setdefault(root(fact.id), []).append(fact)
+    return [members for members in groups.values() if len(members) > 1]
+
+
+def _expiries(facts: Sequence[Fact]) -> list[DreamProposal]:
+    if not facts:
+        return []
+    latest_day = max(f.valid_from for f in facts)
+    return [DreamProposal(kind=ProposalKind.EXPIRE, fact_ids=(f.id,),
+                          reason=f"a moment of {f.valid_from.isoformat()}, before the latest conversation "
+                                 f"({latest_day.isoformat()})")
+            for f in facts if f.kind is FactKind.MOMENT and f.valid_from < latest_day]
+
+
+# ---------------------------------------------------------------------------------------------- the validator
+
+
+def validate(proposal: DreamProposal, facts: Sequence[Fact], table: AttributeTable) -> DreamDecision:
+    """The decision on one proposal, against the current ``facts`` (topics as classified so far)."""
+    by_id = {f.id: f for f in facts}
+    named = [*proposal.fact_ids, *([proposal.keep_fact_id] if proposal.keep_fact_id else [])]
+    missing = [fact_id for fact_id in named if fact_id not in by_id]
+    if missing or not proposal.fact_ids:
+        return _decided(proposal, DreamVerdict.REJECT, f"names no current fact: {', '.join(missing) or 'none'}")
+    changed = [by_id[fact_id] for fact_id in proposal.fact_ids]
+    keep = by_id[proposal.keep_fact_id] if proposal.keep_fact_id else None
+    if keep is not None and keep.id in proposal.fact_ids:
+        return _decided(proposal, DreamVerdict.REJECT, "the fact that stays is also one it changes")
+    if proposal.kind is ProposalKind.CLASSIFY:
+        return _classify(proposal, changed, table)
+    if proposal.kind is ProposalKind.EXPIRE:
+        return _expire(proposal, changed, table)
+    if keep is None:
+        return _decided(proposal, DreamVerdict.REJECT, f"a {proposal.kind} names no fact to keep")
+    if any(f.kind is not FactKind.STATE for f in [keep, *changed]):
+        return _decided(proposal, DreamVerdict.REJECT, "moments are never merged or resolved, only expired")
+    attributes = {_attribute(f, table).name for f in [keep, *changed]}
+    if len(attributes) != 1:
+        return _decided(proposal, DreamVerdict.REJECT,
+                        f"facts of different attributes: {', '.join(sorted(attributes))}")
+    if proposal.kind is ProposalKind.MERGE:
+        return _merge(proposal, keep, changed)
+    return _resolve(proposal, keep, changed, _attribute(keep, table))
+
+
+def _attribute(fact: Fact, table: AttributeTable) -> Attribute:
+    return table.resolve(fact.topic)
+
+
+def _decided(proposal: DreamProposal, verdict: DreamVerdict, reason: str) -> DreamDecision:
+    return DreamDecision(proposal=proposal, verdict=verdict, reason=reason)
+
+
+def _classify(proposal: DreamProposal, changed: list[Fact], table: AttributeTable) -> DreamDecision:
+    if proposal.topic is None or proposal.topic not in table.attributes:
+        return _decided(proposal, DreamVerdict.REJECT, f"{proposal.topic!r} is no attribute of the table")
+    if len(changed) != 1:
+        return _decided(proposal, DreamVerdict.REJECT, "classifies one fact at a time")
+    [fact] = changed
+    if fact.topic in table.attributes and fact.topic != OTHER:
+        return _decided(proposal, DreamVerdict.REJECT, f"the fact has an attribute already ({fact.topic})")
+    someone = opening_name(fact.text)
+    if someone is not None and table.attributes[proposal.topic].one_valued:
+        return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}: never one of the user's "
+                        "one-valued attributes")
+    return _decided(proposal, DreamVerdict.APPLY, f"{proposal.topic} is an attribute of the table")
+
+
+def _expire(proposal: DreamProposal, changed: list[Fact], table: AttributeTable) -> DreamDecision:
+    if len(changed) != 1:
+        return _decided(proposal, DreamVerdict.REJECT, "expires one fact at a time")
+    [fact] = changed
+    if _attribute(fact, table).name in NEVER_EXPIRED:
+        return _decided(proposal, DreamVerdict.REJECT, f"{_attribute(fact, table).name} facts never expire")
+    if fact.kind is not FactKind.MOMENT:
+        return _decided(proposal, DreamVerdict.REJECT, "only moments expire; a lasting fact ends by what replaces it")
+    return _decided(proposal, DreamVerdict.APPLY, "a moment of a past day")
+
+
+def _merge(proposal: DreamProposal, keep: Fact, changed: list[Fact]) -> DreamDecision:
+    for fact in [keep, *changed]:
+        someone = opening_name(fact.text)
+        if someone is not None:
+            return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}, not the user")
+    for fact in changed:
+        if not _names_agree(keep.text, fact.text):
+            return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' and '{keep.text}' name different things")
+        if value_relation(keep.text, fact.text) is not ValueRelation.SAME:
+            return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' does not say what '{keep.text}' says")
+    if keep.inferred and any(not f.inferred for f in changed):
+        return _decided(proposal, DreamVerdict.REJECT, "an implied text would replace words the user stated")
+    return _decided(proposal, DreamVerdict.APPLY, "one attribute, the same names and numbers, the stated text kept")
+
+
+def _names_agree(first: str, second: str) -> bool:
+    """One holds every name of the other, and both the same numbers ("Lives in Tromsø" and "Lives in Tromsø, Norway";
+    never "Has two cats" and "Has three cats")."""
+    first_names, second_names = names(first), names(second)
+    return (first_names <= second_names or second_names <= first_names) and _numbers(first) == _numbers(second)
+
+
+def _numbers(text: str) -> set[str]:
+    return {term for term in specific_terms(text) if term.isdigit() or term in NUMBER_WORDS}
+
+
+def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], attribute: Attribute) -> DreamDecision:
+    if not attribute.one_valued:
+        return _decided(proposal, DreamVerdict.REJECT, f"{attribute.name} holds many values at once")
+    if keep.valid_from < max(f.valid_from for f in changed):
+        return _decided(proposal, DreamVerdict.REJECT, "the value kept is not the one stated last")
+    if keep.valid_from == max(f.valid_from for f in changed):
+        return _decided(proposal, DreamVerdict.REJECT, "values said on the same day: nothing tells which is current")
+    if keep.inferred and any(not f.inferred for f in changed):
+        return _decided(proposal, DreamVerdict.REVIEW, "an implied value ends a stated one: the user decides")
+    return _decided(proposal, DreamVerdict.APPLY, f"one {attribute.name} at a time, and one value stays")

@@ -1,0 +1,136 @@
+"""A dream's plan (``pipeline/dream.py``): the proposals the rules make on a user's current facts, and the validator's
+decision on each, including proposals the rules never make (as a model might): the traps a dream must not pass."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import pytest
+
+from lastknown_graph.domain.attributes import AttributeTable
+from lastknown_graph.domain.dream import DreamProposal, DreamVerdict, ProposalKind, ProposedBy
+from lastknown_graph.domain.models import Fact, FactKind, FactStatus
+from lastknown_graph.pipeline.dream import plan_dream, validate
+
+TABLE = AttributeTable()
+APPLY, REVIEW, REJECT = DreamVerdict.APPLY, DreamVerdict.REVIEW, DreamVerdict.REJECT
+
+
+def fact(fact_id: str, text: str, topic: str, day: str = "2024-03-01", *, inferred: bool = False,
+         kind: FactKind = FactKind.STATE, confirmed: int = 0) -> Fact:
+    valid_from = date.fromisoformat(day)
+    return Fact(id=fact_id, user_id="dreamer", text=text, topic=topic, domain=None, inferred=inferred, kind=kind,
+                status=FactStatus.CURRENT, valid_from=valid_from, valid_to=None,
+                recorded_at=datetime(valid_from.year, valid_from.month, valid_from.day, tzinfo=UTC),
+                session_id=f"s-{day}", confirmed_in=tuple(f"c{i}" for i in range(confirmed)))
+
+
+def decided(facts: list[Fact]) -> list[tuple[ProposalKind, tuple[str, ...], str | None, str | None, DreamVerdict]]:
+    plan = plan_dream("dreamer", facts, TABLE)
+    return [(d.proposal.kind, d.proposal.fact_ids, d.proposal.keep_fact_id, d.proposal.topic, d.verdict)
+            for d in plan.decisions]
+
+
+def test_the_same_value_said_two_ways_merges_into_the_stated_most_confirmed_text() -> None:
+    facts = [fact("a", "Follows a strict vegan diet", "diet", inferred=True),
+             fact("b", "Is vegan", "diet", confirmed=2), fact("c", "Plays the oboe", "hobby")]
+    assert decided(facts) == [(ProposalKind.MERGE, ("a",), "b", None, APPLY)]
+
+
+def test_two_current_values_of_a_one_valued_attribute_resolve_to_the_later_one() -> None:
+    facts = [fact("lyon", "Lives in Lyon", "home_location", "2023-01-05"),
+             fact("porto", "Lives in Porto", "home_location", "2024-02-01"),
+             fact("oboe", "Plays the oboe", "hobby"), fact("chess", "Plays chess", "hobby")]
+    assert decided(facts) == [(ProposalKind.RESOLVE, ("lyon",), "porto", None, APPLY)]
+
+
+def test_an_implied_value_resolving_a_stated_one_waits_for_the_user() -> None:
+    facts = [fact("lyon", "Lives in Lyon", "home_location", "2023-01-05"),
+             fact("desert", "Lives in a hot desert region", "home_location", "2024-02-01", inferred=True)]
+    assert decided(facts) == [(ProposalKind.RESOLVE, ("lyon",), "desert", None, REVIEW)]
+
+
+def test_merges_come_before_the_resolution_of_what_is_left() -> None:
+    facts = [fact("l1", "Lives in Lyon", "home_location", "2023-01-05", confirmed=1),
+             fact("l2", "Lives in Lyon, France", "home_location", "2023-06-01"),
+             fact("porto", "Lives in Porto", "home_location", "2024-02-01")]
+    assert decided(facts) == [(ProposalKind.MERGE, ("l2",), "l1", None, APPLY),
+                              (ProposalKind.RESOLVE, ("l1",), "porto", None, APPLY)]
+
+
+def test_a_legacy_topic_is_classified_and_then_resolved_with_its_attribute() -> None:
+    facts = [fact("old", "Lives in Lyon", "location", "2023-01-05"),
+             fact("new", "Lives in Porto", "home_location", "2024-02-01")]
+    assert decided(facts) == [(ProposalKind.CLASSIFY, ("old",), None, "home_location", APPLY),
+                              (ProposalKind.RESOLVE, ("old",), "new", None, APPLY)]
+
+
+def test_moments_of_past_days_expire_but_never_health_family_or_allergy() -> None:
+    facts = [fact("train", "Is on the train right now", "current_activity", "2024-01-02", kind=FactKind.MOMENT),
+             fact("sneeze", "Has a sneezing fit today", "health", "2024-01-02", kind=FactKind.MOMENT),
+             fact("today", "Is cooking dinner right now", "current_activity", "2024-02-01", kind=FactKind.MOMENT),
+             fact("home", "Lives in Porto", "home_location", "2024-02-01")]
+    assert decided(facts) == [(ProposalKind.EXPIRE, ("train",), None, None, APPLY),
+                              (ProposalKind.EXPIRE, ("sneeze",), None, None, REJECT)]
+
+
+def test_a_quiet_memory_gets_an_empty_plan() -> None:
+    facts = [fact("home", "Lives in Porto", "home_location"), fact("oboe", "Plays the oboe", "hobby"),
+             fact("cat", "Has a cat named Miso", "pet"), fact("dog", "Has a dog named Rex", "pet")]
+    assert decided(facts) == []
+
+
+# ---------------------------------------------------------------------------------------------- the traps
+
+
+TRAPS = [
+    fact("name", "Is called Anna", "name"), fact("kiwi", "Has a parrot named Kiwi", "pet"),
+    fact("kiwi2", "Kiwi learned to whistle", "pet"), fact("acme", "Works at Pagora Systems", "employer"),
+    fact("city", "Lives in Pagora", "home_location", inferred=True), fact("home", "Lives in Leeds", "home_location"),
+    fact("nuts", "Is allergic to peanuts", "allergy", "2023-05-01", kind=FactKind.MOMENT),
+    fact("cats2", "Has two cats", "pet"), fact("cats3", "Has three cats", "pet"),
+    fact("vegan", "Is vegan", "diet"), fact("steak", "Eats steak on Sundays", "diet", inferred=True),
+    fact("sam1", "Sam lives in Oslo", "friend"), fact("oslo", "Lives in Oslo", "home_location", "2022-01-01"),
+]
+
+
+@pytest.mark.parametrize(("proposal", "why"), [
+    (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("kiwi",), keep_fact_id="name", reason="a name"),
+     "facts of different attributes"),
+    (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("kiwi2",), keep_fact_id="kiwi", reason="the parrot"),
+     "is about Kiwi, not the user"),
+    (DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=("home",), keep_fact_id="acme", reason="company as city"),
+     "facts of different attributes"),
+    (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("city",), keep_fact_id="home", reason="one home"),
+     "name different things"),
+    (DreamProposal(kind=ProposalKind.EXPIRE, fact_ids=("nuts",), reason="said once, long ago"),
+     "allergy facts never expire"),
+    (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("cats3",), keep_fact_id="cats2", reason="cats"),
+     "name different things"),
+    (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("vegan",), keep_fact_id="steak", reason="diet"),
+     "name different things|does not say what"),
+    (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("oslo",), keep_fact_id="sam1", reason="Oslo"),
+     "facts of different attributes"),
+    (DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=("home",), keep_fact_id="oslo", reason="stale"),
+     "not the one stated last"),
+    (DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=("cats2",), keep_fact_id="cats3", reason="cats"),
+     "holds many values"),
+    (DreamProposal(kind=ProposalKind.CLASSIFY, fact_ids=("kiwi",), topic="name", reason="a name"),
+     "has an attribute already"),
+    (DreamProposal(kind=ProposalKind.CLASSIFY, fact_ids=("kiwi2",), topic="nicknames", reason="?"),
+     "is no attribute of the table"),
+    (DreamProposal(kind=ProposalKind.EXPIRE, fact_ids=("home",), reason="old"), "only moments expire"),
+    (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("gone",), keep_fact_id="home", reason="?"),
+     "names no current fact"),
+])
+def test_a_trap_proposed_by_a_model_is_refused_with_its_reason(proposal: DreamProposal, why: str) -> None:
+    decision = validate(proposal.model_copy(update={"proposed_by": ProposedBy.MODEL}), TRAPS, TABLE)
+    assert decision.verdict is REJECT
+    assert any(part in decision.reason for part in why.split("|")), decision.reason
+
+
+def test_the_rules_propose_nothing_harmful_on_the_traps() -> None:
+    plan = plan_dream("dreamer", TRAPS, TABLE)
+    assert [(d.proposal.kind, d.proposal.fact_ids, d.verdict) for d in plan.with_verdict(APPLY)] == [
+        (ProposalKind.RESOLVE, ("oslo",), APPLY)]  # Leeds (stated, later) stays; implied Pagora waits for review
+    assert [(d.proposal.kind, d.proposal.fact_ids) for d in plan.with_verdict(REVIEW)] == []
