@@ -1,6 +1,6 @@
 // name: domain_telemetry
-// purpose: per volatility domain of one user: facts added, confirmations, conflict checks run, checks that
-//          reached stage 2, retirements decided at stage 2 or by accumulated evidence, evidence logged
+// purpose: per volatility domain of one user: facts added, confirmations, stored facts a model was asked about,
+//          those it said had ended, retirements (by any route, or by accumulated evidence), evidence logged
 //          (disputed facts). For tuning the priors from real data; Memory.telemetry() returns the same.
 // parameters: $user_id (string)
 // example: :param user_id => "alice"
@@ -28,7 +28,7 @@ CALL {
   WITH u
   MATCH (u)-[:KNOWS]->(old:Fact)<-[r:SUPERSEDES]-(:Fact)
   RETURN coalesce(old.domain, 'unassigned') AS domain,
-         CASE r.stage WHEN 'evidence' THEN 'retired_by_evidence' ELSE 'retired_at_stage2' END AS measure,
+         CASE r.stage WHEN 'evidence' THEN 'retired_by_evidence' ELSE 'retired' END AS measure,
          count(*) AS n
   UNION ALL
   WITH u
@@ -39,8 +39,8 @@ RETURN domain,
        sum(CASE measure WHEN 'facts_added' THEN n ELSE 0 END) AS facts_added,
        sum(CASE measure WHEN 'confirmations' THEN n ELSE 0 END) AS confirmations,
        sum(CASE measure WHEN 'checks' THEN n ELSE 0 END) AS checks,
-       sum(CASE measure WHEN 'flagged' THEN n ELSE 0 END) AS flagged_at_stage1,
-       sum(CASE measure WHEN 'retired_at_stage2' THEN n ELSE 0 END) AS retired_at_stage2,
+       sum(CASE measure WHEN 'flagged' THEN n ELSE 0 END) AS judged_ended,
+       sum(CASE measure WHEN 'retired' THEN n ELSE 0 END) AS retired,
        sum(CASE measure WHEN 'retired_by_evidence' THEN n ELSE 0 END) AS retired_by_evidence,
        sum(CASE measure WHEN 'evidence_logged' THEN n ELSE 0 END) AS evidence_logged
 ORDER BY domain

@@ -626,9 +626,9 @@ class DomainTelemetry(Frozen):
     domain: str
     facts_added: int = 0
     confirmations: int = 0
-    checks: int = 0
-    flagged_at_stage1: int = 0
-    retired_at_stage2: int = 0
+    checks: int = 0  # stored facts a model was asked about (a judged value, a listed fact)
+    judged_ended: int = 0  # of those, the ones it said had ended
+    retired: int = 0  # retirements of the domain's facts, by any route but accumulated evidence
     retired_by_evidence: int = 0
     evidence_logged: int = 0
 

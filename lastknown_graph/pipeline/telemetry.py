@@ -22,11 +22,11 @@ def domain_telemetry(export: UserExport) -> list[DomainTelemetry]:
     for session in export.sessions:
         for check in session.checks:
             counts[check.domain]["checks"] += check.checks
-            counts[check.domain]["flagged_at_stage1"] += check.flagged
+            counts[check.domain]["judged_ended"] += check.flagged
     for link in export.replacements:
         domain = domain_of[link.old_fact_id]
         if link.relation == "supersedes" and link.ends_old_fact:  # a retirement rejected on review is none
-            counts[domain]["retired_by_evidence" if link.stage == Stage.EVIDENCE else "retired_at_stage2"] += 1
+            counts[domain]["retired_by_evidence" if link.stage == Stage.EVIDENCE else "retired"] += 1
         elif link.relation == "contradicts":
             counts[domain]["evidence_logged"] += 1
     return [DomainTelemetry(domain=domain, **values) for domain, values in sorted(counts.items())]

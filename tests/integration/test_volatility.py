@@ -192,8 +192,8 @@ def test_a_confirmed_preference_resists_one_inferred_blip_and_yields_to_accumula
         telemetry = {t.domain: t for t in memory.telemetry()}
         preference = telemetry["core_preference"]
         # Checks: the two values judged against the thorough one, both judged different ("flagged").
-        assert (preference.facts_added, preference.confirmations, preference.checks, preference.flagged_at_stage1,
-                preference.retired_at_stage2, preference.retired_by_evidence, preference.evidence_logged) == (
+        assert (preference.facts_added, preference.confirmations, preference.checks, preference.judged_ended,
+                preference.retired, preference.retired_by_evidence, preference.evidence_logged) == (
             2, 2, 2, 2, 0, 1, 1)
         assert_cypher_telemetry_agrees(store, memory)
 
