@@ -140,7 +140,9 @@ def test_readme_asyncio_example_writes_in_order_and_retires_portland(
 def test_readme_langgraph_example_gives_the_agents_model_the_memory_and_a_premise_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The block defines the agent; here it runs three conversations with LangChain's fake chat model."""
+    """The block defines the agent; here it runs three conversations with LangChain's fake chat model. Skipped
+    without the [langgraph] extra (``make test`` installs it)."""
+    pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
     from tests.integration.test_langgraph import ModelInputs
