@@ -8,19 +8,19 @@ family, every wrong retirement of the pairwise design was across attributes; iss
 Routes, in the order they are tried (``Route``):
 1. ``moment``: a moment expires the older moment of its attribute and ends no state.
 2. ``repeated``: the same value said again (the same words, or one saying all the other says: ``value_rules``)
-   confirms the stored fact; nothing is added. So does a vaguer value the user stated with no word of a change
-   ("Lives in a city" against a named town, from "I like city life"): a person who moved says so, and every false
-   retirement the judge made on the labelled set was a vaguer value (bench/results/judgment.md).
+   confirms the stored fact; nothing is added.
 3. ``overtaken``: a one-valued attribute already holds a different value stated on a later day (conversations
    written out of date order): the new fact is stored as already replaced.
 4. ``first``: a one-valued attribute with no current value: the new fact is its value.
    ``replaced``: a one-valued attribute, a value the user stated, naming something the current value does not: the
    current value is retired, no model asked (one home at a time).
-5. ``judged``: a one-valued attribute and a value that is only implied, or vaguer and said with a word of change
-   ("We live in a village now"): one call per current value asks whether it still fits the newer description
-   (``prompts/value_change.py``), reasoning first. "Fits": the stored fact is confirmed. "Does not fit": retired,
-   unless a well-confirmed stable fact resists an implied blip (a dispute), and a verdict for an implied fact waits
-   in the review queue.
+5. ``judged``: a one-valued attribute and a value that is only implied, or names nothing specific where the current
+   one does ("Lives in a city", "Works as a teacher" after "Works as a welder at Equinor"): one call per current
+   value asks whether it fits the newer description (``prompts/value_change.py``), reasoning first. Words alone
+   cannot tell a vaguer restatement from a change to an unnamed value; the model knows Innsbruck is a city
+   (bench/results/judgment-question.md: 7 of 7 vaguer descriptions kept). "Fits": the stored fact is confirmed.
+   "Does not fit": retired, unless a well-confirmed stable fact resists an implied blip (a dispute), and a verdict
+   for an implied fact waits in the review queue.
 6. ``ended``: a many-valued attribute and a fact saying something is over ("No longer owns a boat", flagged by the
    extraction or in words that leave no doubt: ``value_rules.says_over``): one call lists the attribute's current
    facts and asks which it ends (``prompts/no_longer_true.py``).
@@ -43,7 +43,7 @@ from lastknown_graph.domain.attributes import Attribute, AttributeTable
 from lastknown_graph.domain.models import Fact, FactKind
 from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.text_checks import normalised, printable
-from lastknown_graph.pipeline.value_rules import ValueRelation, announces_change, value_relation
+from lastknown_graph.pipeline.value_rules import ValueRelation, value_relation
 from lastknown_graph.prompts.no_longer_true import NoLongerTrue, no_longer_true_messages
 from lastknown_graph.prompts.value_change import ValueChange, value_change_messages
 
@@ -99,12 +99,6 @@ def is_repetition(new_text: str, attribute: Attribute, stored: Fact, table: Attr
 def same_value(new_text: str, stored: Fact) -> bool:
     """One of the two says all the other says: the same value again, in other or more words."""
     return value_relation(stored.text, new_text) is ValueRelation.SAME
-
-
-def vaguer_restatement(new_text: str, new_inferred: bool, stored: Fact, words: Sequence[str]) -> bool:
-    """The user said the stored value more vaguely, and nothing in the fact or their words says it changed."""
-    return (not new_inferred and value_relation(stored.text, new_text) is ValueRelation.VAGUER
-            and not announces_change(new_text, *words))
 
 
 def needs_judgment(new_text: str, new_inferred: bool, stored: Fact) -> bool:

@@ -3,8 +3,7 @@
 - ``same``: one says all the other says and maybe more ("Is vegan" and "Follows a strict vegan diet"; "Lives in
   Tromsø" and "Lives in Tromsø, Norway"): a confirmation.
 - ``vaguer``: the new one names nothing specific where the current one does ("Lives in a city" against "Lives in
-  Tromsø"): the same place said vaguely, or a move to somewhere unnamed. Said by the user with no word of a change
-  (``announces_change``), it is the same place said vaguely; otherwise only the model can tell.
+  Tromsø"): the same place said vaguely, or a move to somewhere unnamed; only the model can tell.
 - ``different``: anything else ("Lives in Tromsø" against "Lives in Bergen"; "Works as a welder" against "Works
   as a glazier"): a change when the user stated it, a question for the model when it is only implied.
 
@@ -89,18 +88,6 @@ def value_relation(current: str, new: str) -> ValueRelation:
     if not specific_terms(new) and specific_terms(current):
         return ValueRelation.VAGUER
     return ValueRelation.DIFFERENT
-
-
-# Words that say a value is new: a vaguer value said with one of them may be a move, not the same home said vaguely.
-_CHANGE = frozenset("""
-moved move moving relocated new newly now since switched changed became started joined left anymore longer
-""".split())  # noqa: SIM905 - a word list reads better as text
-
-
-def announces_change(*texts: str) -> bool:
-    """One of ``texts`` has a word saying something is new or changed ("We live in a village now")."""
-    return any(m.group(0) in _CHANGE for text in texts
-               for m in _WORD.finditer(unicodedata.normalize("NFKC", text).casefold()))
 
 
 # What says, beyond doubt, that something the user had or did is over: a fact saying it is an ending even when the

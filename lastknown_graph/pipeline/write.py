@@ -79,7 +79,6 @@ from lastknown_graph.pipeline.judgment import (
     moment_expires,
     needs_judgment,
     same_value,
-    vaguer_restatement,
     which_no_longer_true,
 )
 from lastknown_graph.pipeline.text_checks import normalised
@@ -275,8 +274,7 @@ class _Planner:
         repeated = next((f for f in stored if is_repetition(fact.text, attribute, f, self.attributes)), None)
         if repeated is None and kind is FactKind.STATE and not fact.ended:
             repeated = next((f for f in stored if f.kind is FactKind.STATE and f.valid_from <= self.day
-                             and (same_value(fact.text, f) or (attribute.one_valued and vaguer_restatement(
-                                 fact.text, fact.inferred, f, words)))), None)
+                             and same_value(fact.text, f)), None)
         if repeated is not None:
             self._confirm(repeated, fact.text, source_ids, Route.REPEATED)
             return

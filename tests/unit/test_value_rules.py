@@ -7,7 +7,6 @@ import pytest
 
 from lastknown_graph.pipeline.value_rules import (
     ValueRelation,
-    announces_change,
     content_words,
     specific_terms,
     value_relation,
@@ -98,18 +97,6 @@ def test_specific_terms_are_names_inside_the_text_and_numbers() -> None:
     assert specific_terms("Runs 5 km on Sundays") == {"5", "sundays"}
     assert specific_terms("Lives in a city") == frozenset()
     assert specific_terms("Lyon is home") == frozenset()  # the opening word is capitalised as any first word is
-
-
-@pytest.mark.parametrize(("texts", "announces"), [
-    (("Lives in a village", "We live in a village now."), True),
-    (("Moved to a small town",), True),
-    (("Lives in a city", "My new city is so walkable."), True),
-    (("Lives in a city", "Honestly I prefer living in a city."), False),
-    (("Works at a car maker", "The car maker I work for has a huge canteen."), False),
-    (("Lives in a city", "The nowhere-near-enough bike racks again."), False),  # a word holding "now" is not "now"
-])
-def test_a_word_of_change_in_the_fact_or_the_words(texts: tuple[str, ...], announces: bool) -> None:
-    assert announces_change(*texts) is announces
 
 
 @pytest.mark.parametrize(("current", "new"), [
