@@ -8,8 +8,9 @@ Proposals here come from rules on what the memory already holds (the attribute, 
 
 - **classify**: a topic written before the attribute vocabulary (``AttributeTable.legacy_renames``: "location",
   "job") gets the attribute it meant;
-- **merge**: two current states of one attribute where one says all the other says (``value_rules``: "Is vegan" and
-  "Follows a strict vegan diet"): the stated one with the most confirmations stays, word for word;
+- **merge**: current states of one attribute where every two say the same (``value_rules``: "Is vegan" and "Follows
+  a strict vegan diet") and agree on names and numbers: a stated text saying all the other stated ones say stays,
+  word for word;
 - **resolve**: a one-valued attribute with two current values (conversations written before the attributes, or an
   import): the value stated on the later day stays;
 - **expire**: a moment of a day before the user's latest conversation that nothing expired.
@@ -20,7 +21,7 @@ name, a company read as a city, an allergy said once forgotten as noise): a merg
 whose names and numbers agree and none about someone named; a resolve never ends the last current value, and an
 implied value ending a stated one waits in the review queue; health, family and allergy facts never expire; only
 moments expire; a classification names an attribute of the table. The model proposes, the code decides: proposals a
-model makes go through the same validator.
+model would make (not asked yet) go through the same validator.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from lastknown_graph.domain.attributes import OTHER, Attribute, AttributeTable
 from lastknown_graph.domain.dream import DreamDecision, DreamPlan, DreamProposal, DreamVerdict, ProposalKind
 from lastknown_graph.domain.models import Fact, FactKind, FactStatus
 from lastknown_graph.pipeline.grounding import opening_name
-from lastknown_graph.pipeline.value_rules import NUMBER_WORDS, ValueRelation, names, specific_terms, value_relation
+from lastknown_graph.pipeline.value_rules import (
+    NUMBER_WORDS,
+    ValueRelation,
+    content_words,
+    names,
+    specific_terms,
+    value_relation,
+)
 
 # Attributes a dream never expires, whatever kind their facts were stored as: one allergy said once among dozens of
 # moments is still the allergy.
@@ -63,8 +71,14 @@ def _classifications(facts: Iterable[Fact], table: AttributeTable) -> list[Dream
 
 
 def _keeper(facts: Sequence[Fact]) -> Fact:
-    """The fact a merge keeps: a stated one before an implied one, then the most confirmed, then the earliest."""
-    return min(facts, key=lambda f: (f.inferred, -len(f.confirmed_in), f.valid_from, f.recorded_at, f.id))
+    """The fact a merge keeps: a stated one before an implied one (the user's words before a model's), then the one
+    saying all the others say (its words and names hold theirs), then the most confirmed, then the earliest."""
+    return min(facts, key=lambda f: (f.inferred, not all(_holds(f, other) for other in facts),
+                                     -len(f.confirmed_in), f.valid_from, f.recorded_at, f.id))
+
+
+def _holds(fact: Fact, other: Fact) -> bool:
+    return content_words(other.text) <= content_words(fact.text) and names(other.text) <= names(fact.text)
 
 
 def _merges_and_resolutions(facts: Sequence[Fact], table: AttributeTable) -> list[DreamProposal]:
@@ -82,6 +96,7 @@ def _merges_and_resolutions(facts: Sequence[Fact], table: AttributeTable) -> lis
             proposals.append(DreamProposal(kind=ProposalKind.MERGE, fact_ids=merged, keep_fact_id=keep.id,
                                            reason=f"the same {name} said {len(same)} ways"))
             left = [f for f in left if f.id not in merged]
+        left = [f for f in left if opening_name(f.text) is None]  # someone else's fact is no value of the user's
         if attribute.one_valued and len(left) > 1:
             # Values said on the newest day stay: nothing tells which of two said the same day is current.
             newest_day = max(f.valid_from for f in left)
@@ -94,22 +109,20 @@ def _merges_and_resolutions(facts: Sequence[Fact], table: AttributeTable) -> lis
 
 
 def _same_value_groups(group: Sequence[Fact]) -> list[list[Fact]]:
-    """Facts linked by "one says all the other says", in groups of two or more."""
-    parent = {f.id: f.id for f in group}
-
-    def root(fact_id: str) -> str:
-        while parent[fact_id] != fact_id:
-            fact_id = parent[fact_id]
-        return fact_id
-
-    for i, first in enumerate(group):
-        for second in group[i + 1:]:
-            if value_relation(first.text, second.text) is ValueRelation.SAME:
-                parent[root(second.id)] = root(first.id)
-    groups: dict[str, list[Fact]] = {}
+    """Groups of two or more where every two say the same and agree on names and numbers. Not a chain: "Has a dog"
+    is the same as "Has a dog named Rex" and as "Has a dog named Biscuit", which are two dogs."""
+    groups: list[list[Fact]] = []
     for fact in group:
-        groups.setdefault(root(fact.id), []).append(fact)
-    return [members for members in groups.values() if len(members) > 1]
+        home = next((members for members in groups if all(_same(fact, m) for m in members)), None)
+        if home is None:
+            groups.append([fact])
+        else:
+            home.append(fact)
+    return [members for members in groups if len(members) > 1]
+
+
+def _same(first: Fact, second: Fact) -> bool:
+    return value_relation(first.text, second.text) is ValueRelation.SAME and _names_agree(first.text, second.text)
 
 
 def _expiries(facts: Sequence[Fact]) -> list[DreamProposal]:
@@ -188,18 +201,33 @@ def _expire(proposal: DreamProposal, changed: list[Fact], table: AttributeTable)
 
 
 def _merge(proposal: DreamProposal, keep: Fact, changed: list[Fact]) -> DreamDecision:
+    someone = _about_someone(keep, changed)
+    if someone is not None:
+        return _decided(proposal, DreamVerdict.REJECT, someone)
+    members = [keep, *changed]
+    for i, first in enumerate(members):
+        for second in members[i + 1:]:  # every two, not only each with the kept one: no chains of "the same"
+            if not _names_agree(first.text, second.text):
+                return _decided(proposal, DreamVerdict.REJECT,
+                                f"'{second.text}' and '{first.text}' name different things")
+            if value_relation(first.text, second.text) is not ValueRelation.SAME:
+                return _decided(proposal, DreamVerdict.REJECT, f"'{second.text}' does not say what '{first.text}' says")
+    lost = [f.text for f in changed if not f.inferred and not _holds(keep, f)]  # a model's extra words may go
+    if lost:
+        return _decided(proposal, DreamVerdict.REJECT, f"the text kept would lose what '{lost[0]}' says")
+    if keep.inferred and any(not f.inferred for f in changed):
+        return _decided(proposal, DreamVerdict.REJECT, "an implied text would replace words the user stated")
+    return _decided(proposal, DreamVerdict.APPLY, "one attribute, the same names and numbers, the user's fullest text "
+                    "kept")
+
+
+def _about_someone(keep: Fact, changed: list[Fact]) -> str | None:
+    """Why a merge or resolve must not touch these facts: one of them is about someone named, not the user."""
     for fact in [keep, *changed]:
         someone = opening_name(fact.text)
         if someone is not None:
-            return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}, not the user")
-    for fact in changed:
-        if not _names_agree(keep.text, fact.text):
-            return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' and '{keep.text}' name different things")
-        if value_relation(keep.text, fact.text) is not ValueRelation.SAME:
-            return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' does not say what '{keep.text}' says")
-    if keep.inferred and any(not f.inferred for f in changed):
-        return _decided(proposal, DreamVerdict.REJECT, "an implied text would replace words the user stated")
-    return _decided(proposal, DreamVerdict.APPLY, "one attribute, the same names and numbers, the stated text kept")
+            return f"'{fact.text}' is about {someone}, not the user"
+    return None
 
 
 def _names_agree(first: str, second: str) -> bool:
@@ -214,6 +242,9 @@ def _numbers(text: str) -> set[str]:
 
 
 def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], attribute: Attribute) -> DreamDecision:
+    someone = _about_someone(keep, changed)
+    if someone is not None:
+        return _decided(proposal, DreamVerdict.REJECT, someone)
     if not attribute.one_valued:
         return _decided(proposal, DreamVerdict.REJECT, f"{attribute.name} holds many values at once")
     if keep.valid_from < max(f.valid_from for f in changed):

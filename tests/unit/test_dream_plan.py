@@ -54,8 +54,15 @@ def test_merges_come_before_the_resolution_of_what_is_left() -> None:
     facts = [fact("l1", "Lives in Lyon", "home_location", "2023-01-05", confirmed=1),
              fact("l2", "Lives in Lyon, France", "home_location", "2023-06-01"),
              fact("porto", "Lives in Porto", "home_location", "2024-02-01")]
-    assert decided(facts) == [(ProposalKind.MERGE, ("l2",), "l1", None, APPLY),
-                              (ProposalKind.RESOLVE, ("l1",), "porto", None, APPLY)]
+    assert decided(facts) == [(ProposalKind.MERGE, ("l1",), "l2", None, APPLY),  # the text saying more stays
+                              (ProposalKind.RESOLVE, ("l2",), "porto", None, APPLY)]
+
+
+def test_a_value_said_vaguely_is_not_the_bridge_between_two_different_ones() -> None:
+    facts = [fact("dog", "Has a dog", "pet", confirmed=3), fact("rex", "Has a dog named Rex", "pet"),
+             fact("biscuit", "Has a dog named Biscuit", "pet")]
+    [(kind, merged, keep, _, verdict)] = decided(facts)
+    assert (kind, merged, keep, verdict) == (ProposalKind.MERGE, ("dog",), "rex", APPLY)  # Biscuit is another dog
 
 
 def test_a_legacy_topic_is_classified_and_then_resolved_with_its_attribute() -> None:
@@ -91,6 +98,9 @@ TRAPS = [
     fact("cats2", "Has two cats", "pet"), fact("cats3", "Has three cats", "pet"),
     fact("vegan", "Is vegan", "diet"), fact("steak", "Eats steak on Sundays", "diet", inferred=True),
     fact("sam1", "Sam lives in Oslo", "friend"), fact("oslo", "Lives in Oslo", "home_location", "2022-01-01"),
+    fact("moved", "Joost moved to Toronto", "home_location", "2024-06-01"),
+    fact("dog", "Has a dog", "pet"), fact("rex", "Has a dog named Rex", "pet"),
+    fact("bis", "Has a dog named Biscuit", "pet"),
 ]
 
 
@@ -122,6 +132,12 @@ TRAPS = [
     (DreamProposal(kind=ProposalKind.EXPIRE, fact_ids=("home",), reason="old"), "only moments expire"),
     (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("gone",), keep_fact_id="home", reason="?"),
      "names no current fact"),
+    (DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=("home",), keep_fact_id="moved", reason="newer"),
+     "is about Joost, not the user"),
+    (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("rex", "bis"), keep_fact_id="dog", reason="dogs"),
+     "name different things"),
+    (DreamProposal(kind=ProposalKind.MERGE, fact_ids=("rex",), keep_fact_id="dog", reason="a dog"),
+     "would lose what 'Has a dog named Rex' says"),
 ])
 def test_a_trap_proposed_by_a_model_is_refused_with_its_reason(proposal: DreamProposal, why: str) -> None:
     decision = validate(proposal.model_copy(update={"proposed_by": ProposedBy.MODEL}), TRAPS, TABLE)
@@ -131,6 +147,7 @@ def test_a_trap_proposed_by_a_model_is_refused_with_its_reason(proposal: DreamPr
 
 def test_the_rules_propose_nothing_harmful_on_the_traps() -> None:
     plan = plan_dream("dreamer", TRAPS, TABLE)
-    assert [(d.proposal.kind, d.proposal.fact_ids, d.verdict) for d in plan.with_verdict(APPLY)] == [
-        (ProposalKind.RESOLVE, ("oslo",), APPLY)]  # Leeds (stated, later) stays; implied Pagora waits for review
+    assert [(d.proposal.kind, d.proposal.fact_ids, d.proposal.keep_fact_id) for d in plan.with_verdict(APPLY)] == [
+        (ProposalKind.RESOLVE, ("oslo",), "home"),  # Leeds stays; Pagora (same day) is left; Joost's move is his
+        (ProposalKind.MERGE, ("dog",), "rex")]  # "Has a dog" said more fully; Biscuit is another dog
     assert [(d.proposal.kind, d.proposal.fact_ids) for d in plan.with_verdict(REVIEW)] == []
