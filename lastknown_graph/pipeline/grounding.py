@@ -42,8 +42,7 @@ def _proper_nouns(text: str) -> list[str]:
         word = match.group(0)
         if not word[0].isupper() or word.lower() in _NOT_NAMES:
             continue
-        starts_sentence = match.start() == 0 or re.search(r"[.!?:;]\s*$", text[: match.start()]) is not None
-        if starts_sentence and (word.lower() in _FACT_OPENERS or _looks_like_a_verb(word)):
+        if _starts_sentence(text, match.start()) and (word.lower() in _FACT_OPENERS or _looks_like_a_verb(word)):
             continue
         nouns.append(re.sub(r"['’]s$", "", word))
     return nouns
@@ -62,11 +61,31 @@ def opening_name(fact_text: str) -> str | None:
     return word
 
 
+def reads_as_verb(word: str) -> bool:
+    """A word facts open with or a verb form ("owns", "going", "moved"): not what a fact is about."""
+    return word.lower() in _FACT_OPENERS or _looks_like_a_verb(word)
+
+
 def about_someone_named(fact_text: str, user_messages: list[str]) -> bool:
     """The fact opens with a name the user wrote ("Joost moved to Toronto", "Sanne starts as head of department"):
-    it is about that person, not the user, whose facts leave the subject out ("Lives in ...")."""
-    word = opening_name(fact_text)
-    return word is not None and any(re.search(rf"\b{re.escape(word)}\b", message) for message in user_messages)
+    it is about that person, not the user, whose facts leave the subject out ("Lives in ..."). A word the user
+    capitalised inside a sentence is a name even when it ends like a verb ("My brother Lars moved")."""
+    first = _WORD.match(fact_text.strip())
+    if first is None:
+        return False
+    word = re.sub(r"['’]s$", "", first.group(0))
+    if not word[0].isupper() or word.lower() in _NOT_NAMES or word.lower() in _FACT_OPENERS:
+        return False
+    found = [m for message in user_messages for m in re.finditer(rf"\b{re.escape(word)}\b", message)
+             if not _starts_sentence(message, m.start())]
+    if found:
+        return True
+    return opening_name(fact_text) is not None and any(re.search(rf"\b{re.escape(word)}\b", message)
+                                                       for message in user_messages)
+
+
+def _starts_sentence(text: str, position: int) -> bool:
+    return position == 0 or re.search(r"[.!?:;]\s*$", text[:position]) is not None
 
 
 def ungrounded_terms(fact_text: str, user_messages: list[str]) -> list[str]:

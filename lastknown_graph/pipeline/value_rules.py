@@ -92,9 +92,10 @@ def value_relation(current: str, new: str) -> ValueRelation:
 
 # What says, beyond doubt, that something the user had or did is over: a fact saying it is an ending even when the
 # extraction did not flag it ("Sold the camper van" flagged as a plain possession). Narrower than ``_ENDING``: "left"
-# or "gave" alone say nothing is over ("Gave a talk").
-_OVER = re.compile(r"\b(?:no longer|not any ?more|anymore|stopped|quit|sold|formerly|died|passed away|gave (?:up|away)"
-                   r"|broke up|got rid of)\b", re.IGNORECASE)
+# or "gave" alone say nothing is over ("Gave a talk"), nor does selling what one makes ("Sold 40 cakes at the fair")
+# or stopping by.
+_OVER = re.compile(r"\b(?:no longer|not any ?more|anymore|stopped(?! by\b)|quit|sold (?:the|my|our|his|her|their|a|an)"
+                   r"|formerly|died|passed away|gave (?:up|away)|broke up|got rid of)\b", re.IGNORECASE)
 
 
 def says_over(text: str) -> bool:

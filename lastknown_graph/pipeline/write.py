@@ -66,6 +66,7 @@ from lastknown_graph.pipeline.grounding import (
     likely_sources,
     names_a_moment,
     only_says_outdated,
+    reads_as_verb,
     reads_like_an_answer,
     shares_no_word,
     ungrounded_terms,
@@ -176,7 +177,8 @@ def _usable_facts(
             continue
         if attribute.one_valued and about_someone_named(text, user_messages):
             # A brother's move or a wife's promotion is not the user's home or job: kept, but under "other", where it
-            # replaces nothing (2 of the 6 must-stay facts retired on the labelled set, bench/results/judgment.md).
+            # replaces nothing (2 of the 6 must-stay facts retired on the labelled set,
+            # bench/results/judgment-labelled-qwen2.5-coder-1.5b.md).
             attribute = resolve(OTHER)
         if names_a_moment(text) and fact.kind == "state":
             # "Needs a longer walk tonight" is about one evening: stored as lasting, it would outlive the evening.
@@ -305,11 +307,13 @@ class _Planner:
             return
         # The thing that ended may be filed under a neighbouring attribute ("Sold the camper van" as a possession,
         # the van as a vehicle): facts of other many-valued attributes that name it are listed too.
-        named = what_ended(new.text)
+        # Only the thing's own words name it: "owns" or "going" would list every fact that shares the verb. They are
+        # listed first, so the one call's bound never leaves out the fact the ending names.
+        named = {word for word in what_ended(new.text) if not reads_as_verb(word)}
         neighbours = [f for f in self.current if f.kind is FactKind.STATE and f.id not in self.touched
                       and not self.attribute_of(f).one_valued and self.attribute_of(f) is not attribute
                       and content_words(f.text) & named]
-        listed = [f for f in [*self.on_attribute(attribute), *neighbours] if f.valid_from <= self.day
+        listed = [f for f in [*neighbours, *self.on_attribute(attribute)] if f.valid_from <= self.day
                   and not self.was_rejected(f, new.text)]
         if listed:
             verdicts = self._which_ended(ended_news(new.text), listed, words, "ended")

@@ -277,6 +277,7 @@ def test_an_ending_the_words_do_not_tell_still_replaces_when_the_extraction_flag
     ("Joost's new flat in Toronto is tiny.", "Joost's flat is in Toronto", False),
     ("Moved to Toronto last month.", "Moved to Toronto", True),
     ("Toronto it is: I live there now.", "Lives in Toronto", True),
+    ("My brother Lars moved to Toronto last month.", "Lars moved to Toronto", False),  # a name ending like a verb
 ])
 def test_a_fact_opening_with_a_name_the_user_wrote_is_about_that_person_and_replaces_nothing(
     script: Script, memory: Memory, said: str, text: str, replaces: bool
@@ -369,6 +370,8 @@ def test_an_ending_asks_once_listing_only_its_attributes_facts_and_retires_only_
     ("I sold the red van on Saturday.", "Sold the red van", True),
     ("The van? Got rid of it in spring.", "Got rid of the red van", True),
     ("I left the red van at my sister's for the week.", "Left the red van at a sister's place", False),
+    ("At the van fair I sold 40 cakes.", "Sold 40 cakes at the van fair", False),  # selling what one makes
+    ("Stopped by the van dealer on the way home.", "Stopped by the van dealer", False),
 ])
 def test_an_ending_the_extraction_did_not_flag_is_read_from_its_words(
     script: Script, model: ScriptedModel, memory: Memory, said: str, text: str, asks: bool
@@ -394,6 +397,15 @@ def test_an_ending_filed_under_a_neighbouring_attribute_also_lists_the_facts_tha
     [asked] = model.calls_for("ended")
     assert listed_texts(asked) == ["Owns a red van"]  # the only fact naming the van; other vehicles are not listed
     assert [(r.old_text, r.stage) for r in report.retired] == [("Owns a red van", Stage.ENDED)]
+
+
+def test_an_ending_lists_no_neighbour_that_only_shares_a_verb(
+    script: Script, model: ScriptedModel, memory: Memory
+) -> None:
+    garage(script, memory)  # "Owns a red van", "Owns a cargo bike", ... as vehicles
+    script.extractions["piano"] = [state("No longer owns a piano", "possession", ended=True)]
+    memory.write(["The piano is gone, we had no room for it."], date="2024-06-01", session="s2")
+    assert model.calls_for("ended") == []  # nothing else is a piano; "owns" names nothing
 
 
 def test_an_implied_ending_the_model_names_a_fact_for_waits_in_the_review_queue(

@@ -64,7 +64,9 @@ class CypherLibrary:
         found = [path for part in PARTS if (path := self.directory / part / f"{name}.cypher").is_file()]
         if not found:
             raise KeyError(f"no query named {name!r} in {self.directory}")
-        [path] = found  # a name is unique across the parts (tests/unit/test_cypher_library.py)
+        if len(found) > 1:
+            raise KeyError(f"{name!r} is in more than one part of {self.directory}: {', '.join(map(str, found))}")
+        [path] = found  # a name is unique across the parts (tests/contract/test_cypher_library.py)
         text = path.read_text(encoding="utf-8")
         query = Query(name=name, text=text, purpose=_header_field(text, "purpose"))
         self._cache[name] = query
