@@ -269,8 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8099,
                         help="with --serve-scripted: the port (default %(default)s; 0: any free one)")
     args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be 0..65535, got {args.port}")
     if args.serve_scripted:
-        serve_scripted(args.port)
+        try:
+            serve_scripted(args.port)
+        except OSError as exc:  # the port is taken, or not ours to bind
+            print(f"cannot serve on port {args.port}: {exc.strerror or exc} (choose another --port, or 0 for any "
+                  "free one)", file=sys.stderr)
+            return 1
         return 0
     try:
         run(args.scripted, args.store_path)

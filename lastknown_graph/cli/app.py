@@ -183,7 +183,7 @@ lastknown ask --user alice --compare "Where do I live?"   # beside naive RAG ove
     ask.add_argument("--compare", action="store_true",
                      help="also answer with naive RAG over the user's stored sentences (the k closest, verbatim), "
                           "side by side, each with its context, calls and seconds")
-    ask.add_argument("-k", type=int, default=DEFAULT_K,
+    ask.add_argument("-k", type=int, default=None,
                      help=f"with --compare: how many sentences naive RAG retrieves (default {DEFAULT_K})")
 
     find = _command(commands, common, "find", "search current and historical facts by meaning", """

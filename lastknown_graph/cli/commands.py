@@ -49,6 +49,7 @@ from lastknown_graph.domain.validation import check_text, moment_argument, norma
 from lastknown_graph.durable_files import write_private_file
 from lastknown_graph.errors import InvalidInputError, LastknownError, UndoConflictError, UserExistsError
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS
+from lastknown_graph.pipeline.naive_rag import DEFAULT_K
 from lastknown_graph.render.timeline_html import render_timeline_html
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.graph_codec import FILE_FORMAT as EMBEDDED_FORMAT
@@ -147,8 +148,10 @@ def run_as_of(args: argparse.Namespace, rt: Runtime) -> int:
 def run_ask(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
     rt.store_with_user(user)
+    if args.k is not None and not args.compare:
+        raise InvalidInputError("-k is how many sentences naive RAG retrieves: it goes with --compare")
     if args.compare:
-        comparison = rt.memory(user).compare(args.question, k=args.k)
+        comparison = rt.memory(user).compare(args.question, k=DEFAULT_K if args.k is None else args.k)
         emit(rt.options, {"user": user, **comparison.model_dump(mode="json")}, compared_text(comparison))
         return EXIT_OK
     answer = rt.memory(user).ask(args.question)

@@ -41,9 +41,13 @@ def user_sentences(export: UserExport) -> list[DatedSentence]:
 def closest(vectors: Sequence[Sequence[float]], query: Sequence[float], k: int) -> list[int]:
     """The positions of the ``k`` vectors closest to ``query`` by cosine, back in their original order (as a user
     would paste them); ties keep the earlier one."""
-    if not vectors or k < 1:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if not vectors:
         return []
     matrix = np.asarray(vectors, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[1] != len(query):
+        raise ValueError(f"the vectors have {matrix.shape[-1]} dimensions and the query {len(query)}")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = matrix / np.where(norms == 0.0, 1.0, norms)
     q = np.asarray(query, dtype=np.float64)

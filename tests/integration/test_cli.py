@@ -404,6 +404,8 @@ def test_ask_compare_answers_beside_naive_rag_over_the_same_stored_words(
     assert f"naive RAG: the 2 closest of the user's {len(said)} stored sentences (1 call, " in text
     assert "    (scripted naive RAG answer)" in text and "naive RAG's context:" in text
     assert run(model_env, "ask", "--compare", "x", "-k", "0", "--store", embedded(path), "--user", user).code == 3
+    alone = run(model_env, "ask", "x", "-k", "3", "--store", embedded(path), "--user", user)
+    assert alone.code == 3 and "goes with --compare" in alone.err
 
 
 def test_find_returns_current_and_historical_facts_with_ids(

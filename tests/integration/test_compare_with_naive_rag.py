@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lastknown_graph import InvalidInputError, Memory, Store
+from lastknown_graph.pipeline.naive_rag import closest
 from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from tests.builders import DIMENSION
@@ -69,3 +70,12 @@ def test_a_k_that_is_not_a_positive_integer_is_refused_before_any_call(memory: M
     with pytest.raises(InvalidInputError, match="k must be a positive integer"):
         memory.compare("Anything?", k=k)  # type: ignore[arg-type]
     assert len(memory.llm.calls) == calls  # type: ignore[attr-defined]
+
+
+def test_closest_refuses_a_k_or_vectors_that_make_no_sense() -> None:
+    assert closest([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]], [1.0, 0.1], 2) == [0, 2]  # back in their order
+    assert closest([], [1.0], 3) == []
+    with pytest.raises(ValueError, match="positive integer"):
+        closest([[1.0]], [1.0], 0)
+    with pytest.raises(ValueError, match="dimensions"):
+        closest([[1.0, 0.0]], [1.0, 0.0, 0.0], 1)

@@ -77,3 +77,11 @@ def test_the_served_scripted_model_answers_the_readme_example_and_names_itself_s
     finally:
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=10) == 0
+
+
+def test_serving_the_scripted_model_on_a_taken_port_says_so() -> None:
+    with ScriptedLLMServer([]) as taken:
+        port = taken.port
+        done = subprocess.run([sys.executable, "-m", "lastknown_graph.demo", "--serve-scripted", "--port",
+                               str(port)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1 and f"cannot serve on port {port}" in done.stderr
