@@ -14,8 +14,8 @@ from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.memory import usage_report
-from lastknown_graph.pipeline.naive_rag import closest, sentences
-from lastknown_graph.prompts.naive_rag import NAIVE_RAG_SYSTEM, RETRIEVED_HEADING
+from lastknown_graph.pipeline.naive_rag import DatedSentence, closest, sentences
+from lastknown_graph.prompts.naive_rag import NAIVE_RAG_SYSTEM, naive_rag_messages
 
 BASELINE_SYSTEM = NAIVE_RAG_SYSTEM  # the library's naive RAG (Memory.compare) is this baseline
 # The peers (mem0, graphiti) answer from what their search returned: statements about the user, not the user's
@@ -89,14 +89,14 @@ class NaiveRag:
         if not found:
             return
         self._vectors += self.embedder.embed(found)
-        for sentence in found:
-            self._lines.append(f"[{session.day.isoformat()}] {sentence}")
+        self._lines += [DatedSentence(session.day, sentence).line() for sentence in found]
 
     def ask(self, question: str) -> Probed:
-        # Back in the order they were said (sessions are fed in date order), as a user would paste them.
+        # Back in the order they were said (sessions are fed in date order), as a user would paste them: the
+        # library's naive RAG (Memory.compare), so what users compare is what this baseline measures.
         top = closest(self._vectors, self.embedder.embed([question])[0], self.k) if self._vectors else []
-        return answer_probe(self.llm, baseline_messages(RETRIEVED_HEADING, [self._lines[i] for i in top], question),
-                            question, self.answer_max_tokens)
+        return answer_probe(self.llm, naive_rag_messages([self._lines[i] for i in top], question), question,
+                            self.answer_max_tokens)
 
     def close(self) -> None:
         """Nothing to release."""
