@@ -20,6 +20,7 @@ from lastknown_graph.domain.models import (
     UndoReport,
 )
 from lastknown_graph.domain.reports import ComparedAnswer, Comparison, ForgetReport, WriteReport
+from lastknown_graph.llm.wire import PROBE_PURPOSE
 
 ELLIPSIS = "…"
 # Default width of one table cell; long reasons and fact lists are cut so a row stays on one screen line.
@@ -210,8 +211,12 @@ def review_decision_text(decision: ReviewDecision) -> str:
 
 
 def _calls(side: ComparedAnswer) -> str:
-    calls = side.answer.usage.total.calls
-    return f"{calls} call{'' if calls == 1 else 's'}, {side.seconds:.1f} s"
+    """The side's calls; the probes of what the server supports, made once per process, are named apart."""
+    usage = side.answer.usage
+    probes = usage.by_purpose[PROBE_PURPOSE].calls if PROBE_PURPOSE in usage.by_purpose else 0
+    calls = usage.total.calls - probes
+    probed = f" and {probes} capability probes" if probes else ""
+    return f"{calls} call{'' if calls == 1 else 's'}{probed}, {side.seconds:.1f} s"
 
 
 def _indented(text: str) -> list[str]:

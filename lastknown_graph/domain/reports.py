@@ -21,7 +21,7 @@ class UsageCounts(Report):
 
 
 class UsageReport(Report):
-    """LLM calls and tokens spent, in total and per kind of call (extraction, stage1, stage2, ...)."""
+    """LLM calls and tokens spent, in total and per kind of call (extraction, value_change, answer, ...)."""
 
     total: UsageCounts = UsageCounts()
     by_purpose: dict[str, UsageCounts] = {}
