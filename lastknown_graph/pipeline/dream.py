@@ -90,7 +90,7 @@ def _merges_and_resolutions(facts: Sequence[Fact], table: AttributeTable) -> lis
     for name, group in sorted(by_attribute.items()):
         attribute = table.resolve(name)
         left = list(group)
-        for same in _same_value_groups(group):
+        for same in _same_value_groups(group, attribute.one_valued):
             keep = _keeper(same)
             merged = tuple(sorted(f.id for f in same if f.id != keep.id))
             proposals.append(DreamProposal(kind=ProposalKind.MERGE, fact_ids=merged, keep_fact_id=keep.id,
@@ -108,12 +108,12 @@ def _merges_and_resolutions(facts: Sequence[Fact], table: AttributeTable) -> lis
     return proposals
 
 
-def _same_value_groups(group: Sequence[Fact]) -> list[list[Fact]]:
-    """Groups of two or more where every two say the same and agree on names and numbers. Not a chain: "Has a dog"
-    is the same as "Has a dog named Rex" and as "Has a dog named Biscuit", which are two dogs."""
+def _same_value_groups(group: Sequence[Fact], one_valued: bool) -> list[list[Fact]]:
+    """Groups of two or more where every two say the same (``_same``). Not a chain: "Lives in Norway" is the same
+    home as "Lives in Bergen, Norway" and as "Lives in Tromsø, Norway", which are two homes."""
     groups: list[list[Fact]] = []
     for fact in group:
-        home = next((members for members in groups if all(_same(fact, m) for m in members)), None)
+        home = next((members for members in groups if all(_same(fact, m, one_valued) for m in members)), None)
         if home is None:
             groups.append([fact])
         else:
@@ -121,8 +121,13 @@ def _same_value_groups(group: Sequence[Fact]) -> list[list[Fact]]:
     return [members for members in groups if len(members) > 1]
 
 
-def _same(first: Fact, second: Fact) -> bool:
-    return value_relation(first.text, second.text) is ValueRelation.SAME and _names_agree(first.text, second.text)
+def _same(first: Fact, second: Fact, one_valued: bool) -> bool:
+    """Two facts of one attribute that say the same value. Of a one-valued attribute, one may say more than the
+    other ("Lives in Tromsø, Norway"); of a many-valued one only in other function words: "Has a friend in Cork" may
+    be another friend than "Has an old school friend in Cork", "Has a dog" another dog than "Has a dog named Rex"."""
+    if one_valued:
+        return value_relation(first.text, second.text) is ValueRelation.SAME and _names_agree(first.text, second.text)
+    return content_words(first.text) == content_words(second.text) and names(first.text) == names(second.text)
 
 
 def _expiries(facts: Sequence[Fact]) -> list[DreamProposal]:
@@ -162,7 +167,7 @@ def validate(proposal: DreamProposal, facts: Sequence[Fact], table: AttributeTab
         return _decided(proposal, DreamVerdict.REJECT,
                         f"facts of different attributes: {', '.join(sorted(attributes))}")
     if proposal.kind is ProposalKind.MERGE:
-        return _merge(proposal, keep, changed)
+        return _merge(proposal, keep, changed, _attribute(keep, table))
     return _resolve(proposal, keep, changed, _attribute(keep, table))
 
 
@@ -200,7 +205,7 @@ def _expire(proposal: DreamProposal, changed: list[Fact], table: AttributeTable)
     return _decided(proposal, DreamVerdict.APPLY, "a moment of a past day")
 
 
-def _merge(proposal: DreamProposal, keep: Fact, changed: list[Fact]) -> DreamDecision:
+def _merge(proposal: DreamProposal, keep: Fact, changed: list[Fact], attribute: Attribute) -> DreamDecision:
     someone = _about_someone(keep, changed)
     if someone is not None:
         return _decided(proposal, DreamVerdict.REJECT, someone)
@@ -210,8 +215,10 @@ def _merge(proposal: DreamProposal, keep: Fact, changed: list[Fact]) -> DreamDec
             if not _names_agree(first.text, second.text):
                 return _decided(proposal, DreamVerdict.REJECT,
                                 f"'{second.text}' and '{first.text}' name different things")
-            if value_relation(first.text, second.text) is not ValueRelation.SAME:
-                return _decided(proposal, DreamVerdict.REJECT, f"'{second.text}' does not say what '{first.text}' says")
+            if not _same(first, second, attribute.one_valued):
+                many = "" if attribute.one_valued else f" ({attribute.name} holds many: it may be another one)"
+                return _decided(proposal, DreamVerdict.REJECT,
+                                f"'{second.text}' does not say what '{first.text}' says{many}")
     lost = [f.text for f in changed if not f.inferred and not _holds(keep, f)]  # a model's extra words may go
     if lost:
         return _decided(proposal, DreamVerdict.REJECT, f"the text kept would lose what '{lost[0]}' says")
