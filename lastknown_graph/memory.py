@@ -25,7 +25,7 @@ from lastknown_graph.domain.review import DEFAULT_REVIEW_BAND
 from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, MAX_FACT_CHARS, check_text
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.errors import InvalidInputError, SessionConflictError, StaleStateError
+from lastknown_graph.errors import InvalidInputError, SessionConflictError, StaleStateError, UnknownUserError
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
 from lastknown_graph.pipeline.judgment import ConflictSettings
@@ -349,7 +349,10 @@ class Memory(MemoryReader):
         remembered = self.ask(question, max_tokens=max_tokens)
         memory_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        said = user_sentences(self.store.export_user(self.user))
+        try:
+            said = user_sentences(self.store.export_user(self.user))
+        except UnknownUserError:
+            said = []  # nothing written yet: naive RAG answers from nothing, as the memory does
         vectors = self.embedder.embed([s.text for s in said]) if said else []
         [query] = self.embedder.embed([question])
         lines = [said[i].line() for i in closest(vectors, query, k)]

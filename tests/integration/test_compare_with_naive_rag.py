@@ -79,3 +79,10 @@ def test_closest_refuses_a_k_or_vectors_that_make_no_sense() -> None:
         closest([[1.0]], [1.0], 0)
     with pytest.raises(ValueError, match="dimensions"):
         closest([[1.0, 0.0]], [1.0, 0.0, 0.0], 1)
+
+
+def test_a_user_with_no_memory_yet_gets_both_answers_from_nothing(store: Store) -> None:
+    comparison = Memory(ScriptedModel(respond), HashedEmbedder(DIMENSION), "compare-nobody-yet", store).compare("Hi?")
+    assert (comparison.memory.answer.text, comparison.naive_rag.answer.text) == ("memory answer", "naive answer")
+    assert comparison.sentences_searched == 0
+    assert comparison.naive_rag.answer.context.splitlines() == [RETRIEVED_HEADING]
