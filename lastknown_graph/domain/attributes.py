@@ -74,7 +74,7 @@ def _many(name: str, description: str, domain: str, dependants: tuple[str, ...] 
 
 
 _HOME_DEPENDANTS = ("commute", "neighbourhood", "household")
-_WORK_DEPENDANTS = ("work_schedule", "work_tool", "colleague", "commute")
+_WORK_DEPENDANTS = ("work_location", "work_schedule", "work_tool", "colleague", "commute")
 
 DEFAULT_ATTRIBUTES: Final = (
     _one("name", "the user's own name", "biographical"),
@@ -92,6 +92,7 @@ DEFAULT_ATTRIBUTES: Final = (
     _one("job_title", "the user's occupation or role", "professional_context", "work", _WORK_DEPENDANTS),
     _one("employer", "the organisation or business the user works for", "professional_context", "work",
          _WORK_DEPENDANTS),
+    _one("work_location", "where the user works: at the office, from home, remote, on site", "professional_context"),
     _one("work_schedule", "when the user works: shifts, hours, days", "professional_context"),
     _many("work_tool", "tools, software or equipment the user uses at work", "skill"),
     _many("colleague", "people the user works with", "relationship"),

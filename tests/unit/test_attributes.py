@@ -138,8 +138,8 @@ def test_legacy_renames_are_the_legacy_topics_a_table_can_read_as_its_own_attrib
     # the family first, then the dependants of the attribute and of its family, each once
     ("home_location", ["dwelling", "commute", "neighbourhood", "household"]),
     ("dwelling", ["home_location", "commute", "neighbourhood", "household"]),
-    ("job_title", ["employer", "work_schedule", "work_tool", "colleague", "commute"]),
-    ("employer", ["job_title", "work_schedule", "work_tool", "colleague", "commute"]),
+    ("job_title", ["employer", "work_location", "work_schedule", "work_tool", "colleague", "commute"]),
+    ("employer", ["job_title", "work_location", "work_schedule", "work_tool", "colleague", "commute"]),
     ("relationship_status", ["partner"]),
     ("commute", []),  # depends on others, nothing depends on it
     ("diet", []),
