@@ -17,7 +17,9 @@ import glob
 import os
 import shlex
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -253,9 +255,12 @@ def serve_scripted(port: int) -> None:
         print(f"serving the demo's SCRIPTED model (canned answers from a test double, not a model) at "
               f"{server.base_url}\n  export LASTKNOWN_BASE_URL={server.base_url} "
               f"LASTKNOWN_MODEL={SCRIPTED_MODEL_NAME} LASTKNOWN_API_KEY=x\nCtrl-C stops it.", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            while True:
-                time.sleep(3600)
+        stop = threading.Event()
+        # Ctrl-C or a TERM stops it, also where the shell that started it in the background ignores SIGINT.
+        for stopping_signal in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stopping_signal, lambda *_: stop.set())
+        while not stop.wait(1.0):
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:

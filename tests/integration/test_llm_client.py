@@ -46,7 +46,7 @@ class Outer(BaseModel):
     note: str | None = None
 
 
-VERDICT = {"reasoning": "Moved to Phoenix.", "verdict": "does_not_fit"}
+VERDICT = {"reasoning": "Moved to Phoenix.", "verdict": "different"}
 MESSAGES = [
     {"role": "system", "content": "You judge facts."},
     {"role": "user", "content": "Earlier: lives in Portland. Later: bark scorpions in the boot."},
@@ -194,11 +194,11 @@ def test_schema_instruction_becomes_a_user_turn_when_the_last_message_is_not_one
 @pytest.mark.parametrize(
     "output",
     [
-        '```json\n{"reasoning": "Moved.", "verdict": "does_not_fit"}\n```',
-        'Sure! Here is the JSON you asked for: {"reasoning": "Moved.", "verdict": "does_not_fit"}',
-        '{"reasoning": "Moved.", "verdict": "does_not_fit"}\nI hope this helps {with more braces}.',
-        '<think>Is {this} JSON? {"verdict": "fits"}</think>{"reasoning": "Moved.", "verdict": "does_not_fit"}',
-        'Thinking {about it} first.\n{"reasoning": "Moved {a lot}.", "verdict": "does_not_fit"} done',
+        '```json\n{"reasoning": "Moved.", "verdict": "different"}\n```',
+        'Sure! Here is the JSON you asked for: {"reasoning": "Moved.", "verdict": "different"}',
+        '{"reasoning": "Moved.", "verdict": "different"}\nI hope this helps {with more braces}.',
+        '<think>Is {this} JSON? {"verdict": "same"}</think>{"reasoning": "Moved.", "verdict": "different"}',
+        'Thinking {about it} first.\n{"reasoning": "Moved {a lot}.", "verdict": "different"} done',
     ],
     ids=["fenced", "leading-chatter", "trailing-text", "think-block", "braces-in-strings"],
 )
@@ -211,7 +211,7 @@ def test_structured_reads_json_tolerantly(full: ScriptedLLMServer, output: str) 
 
 
 def test_invalid_json_then_valid_succeeds_on_a_retry(full: ScriptedLLMServer) -> None:
-    full.add(Rule(purpose="value_change", reply=["I cannot decide.", '{"verdict": "fits"}', Reply.json(VERDICT)]))
+    full.add(Rule(purpose="value_change", reply=["I cannot decide.", '{"verdict": "same"}', Reply.json(VERDICT)]))
     meter = UsageMeter()
     result = make_llm(full).structured(MESSAGES, Verdict, purpose="value_change", meter=meter)
     assert result == Verdict(**VERDICT)

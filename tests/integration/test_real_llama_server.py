@@ -249,7 +249,7 @@ def test_the_judging_requests_leave_the_server_running(tmp_path: Path) -> None:
         requests = [
             ("value_change", ValueChange, value_change_messages(
                 "the city, town, region or country where the user lives now", "Lives in Portland",
-                date(2024, 2, 10), "Lives in a hot desert region", date(2024, 9, 3), words)),
+                "Lives in a hot desert region")),
             ("dependants", NoLongerTrue, no_longer_true_messages(
                 changed_news("the city, town, region or country where the user lives now", "Lives in Portland",
                              "Lives in a hot desert region"), date(2024, 9, 3), ["Takes the train to work"], words)),
