@@ -97,6 +97,8 @@ from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)
 
+MIN_LIST_FOR_EVERY = 3  # from this many dependants listed, an answer naming all of them is held as no judgment
+
 
 _MESSAGE_NAMESPACE = uuid.UUID("5b0c1d8e-2f43-4b8e-9a57-9d5f3c1e7a21")
 
@@ -425,10 +427,20 @@ class _Planner:
                                             still_true_probability=None, reason=reason)))
 
     def _apply_verdicts(self, new: NewFact, listed: list[Fact], verdicts: dict[str, Verdict], stage: Stage) -> None:
-        for fact in listed:
-            verdict = verdicts.get(fact.id)
-            if verdict is None:
-                continue  # beyond the facts one call lists: not asked, so it stays
+        asked = [fact for fact in listed if fact.id in verdicts]
+        if stage is Stage.DEPENDENT and len(asked) >= MIN_LIST_FOR_EVERY and all(verdicts[f.id].ends for f in asked):
+            # A change's dependants answered "all of them" tells nothing apart: a small model names every line it is
+            # shown (a job's new value ended six work facts on a mature STALE user,
+            # bench/results/stale-qwen2.5-coder-1.5b-attr-mature.md). Held, not applied. An ending may end all
+            # ("gave away the teapots").
+            for fact in asked:
+                self.touched.add(fact.id)
+                self.decisions.append(Hold(HeldFact(
+                    fact_id=fact.id, text=fact.text, against=new.text, stage=stage,
+                    reason=f"held, not applied: the model named every one of the {len(asked)} facts it was shown")))
+            return
+        for fact in asked:
+            verdict = verdicts[fact.id]
             if not verdict.ends:
                 continue  # a fact the news does not end is not part of the report: it was never in question
             self._retire(new, fact, stage, verdict.reason)

@@ -514,6 +514,21 @@ def test_a_change_asks_once_about_its_family_and_dependants_and_nothing_else(
     assert len(mature.current()) == len(MATURE) + 1 - len(report.retired)
 
 
+def test_dependants_the_model_ends_all_of_are_held_not_retired(
+    script: Script, model: ScriptedModel, mature: Memory
+) -> None:
+    """Naming every line of a list is no judgment: the five work facts stay current and are reported as held."""
+    work = {"Works at the corner bakery", "Starts work at four in the morning", "Kneads dough with a spiral mixer",
+            "Works with a pastry chef called Ines", "Cycles to work"}
+    script.extractions["I retrained: I work as a nurse now."] = [state("Works as a nurse", "job_title")]
+    script.ends = work
+    report = mature.write(["I retrained: I work as a nurse now."], date="2024-06-01", session="s2")
+    assert [r.stage for r in report.retired] == [Stage.REPLACED]  # the job itself, stated: replaced by rule
+    assert {h.text for h in report.held} == work
+    assert all("named every one of the 5 facts" in h.reason for h in report.held)
+    assert work <= current_texts(mature)
+
+
 @pytest.mark.parametrize("new", [
     state("Plays the cello", "hobby"),
     state("Has a friend called Noor", "friend"),
