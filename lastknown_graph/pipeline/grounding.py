@@ -48,17 +48,22 @@ def _proper_nouns(text: str) -> list[str]:
     return nouns
 
 
+def _capitalised_opener(fact_text: str) -> str | None:
+    """The fact's first word when it is capitalised and none of the words facts open with ("Lives", "Has")."""
+    first = _WORD.match(fact_text.strip())
+    if first is None:
+        return None  # another script, or no word: nothing to tell
+    word = re.sub(r"['’]s$", "", first.group(0))
+    if not word[0].isupper() or word.lower() in _NOT_NAMES or word.lower() in _FACT_OPENERS:
+        return None
+    return word
+
+
 def opening_name(fact_text: str) -> str | None:
     """The capitalised word a fact opens with when it reads as a name rather than a verb ("Joost moved ..."); None
     for a fact opening as the user's facts do ("Lives in ...", "Has ..."), or in another script."""
-    first = _WORD.match(fact_text.strip())
-    if first is None:
-        return None
-    word = re.sub(r"['’]s$", "", first.group(0))
-    if not word[0].isupper() or word.lower() in _NOT_NAMES or word.lower() in _FACT_OPENERS \
-            or _looks_like_a_verb(word):
-        return None
-    return word
+    word = _capitalised_opener(fact_text)
+    return None if word is None or _looks_like_a_verb(word) else word
 
 
 def reads_as_verb(word: str) -> bool:
@@ -70,18 +75,14 @@ def about_someone_named(fact_text: str, user_messages: list[str]) -> bool:
     """The fact opens with a name the user wrote ("Joost moved to Toronto", "Sanne starts as head of department"):
     it is about that person, not the user, whose facts leave the subject out ("Lives in ..."). A word the user
     capitalised inside a sentence is a name even when it ends like a verb ("My brother Lars moved")."""
-    first = _WORD.match(fact_text.strip())
-    if first is None:
+    word = _capitalised_opener(fact_text)
+    if word is None:
         return False
-    word = re.sub(r"['’]s$", "", first.group(0))
-    if not word[0].isupper() or word.lower() in _NOT_NAMES or word.lower() in _FACT_OPENERS:
-        return False
-    found = [m for message in user_messages for m in re.finditer(rf"\b{re.escape(word)}\b", message)
-             if not _starts_sentence(message, m.start())]
-    if found:
-        return True
-    return opening_name(fact_text) is not None and any(re.search(rf"\b{re.escape(word)}\b", message)
-                                                       for message in user_messages)
+    where = [(message, m.start()) for message in user_messages
+             for m in re.finditer(rf"\b{re.escape(word)}\b", message)]
+    if any(not _starts_sentence(message, start) for message, start in where):
+        return True  # capitalised inside a sentence: a name
+    return bool(where) and not _looks_like_a_verb(word)
 
 
 def _starts_sentence(text: str, position: int) -> bool:
