@@ -31,7 +31,15 @@ from lastknown_graph.pipeline.correction import correction_session_id, plan_corr
 from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.pipeline.naive_rag import DEFAULT_K, closest, user_sentences
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
-from lastknown_graph.pipeline.user_words import UserWordsSettings, closest_user_words, render_user_words
+from lastknown_graph.pipeline.user_words import (
+    UserWordsSettings,
+    closest_sentences,
+    closest_user_words,
+    embed_sentences,
+    ended_notes,
+    render_sentences,
+    render_user_words,
+)
 from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.prompts.naive_rag import naive_rag_context, naive_rag_messages
@@ -265,6 +273,7 @@ class Memory(MemoryReader):
         day = day_argument(date) if date is not None else datetime.now(UTC).date()
         session_id = correction_session_id(self.user, fact_id, statement)
         [embedding] = self.embedder.embed([statement])
+        [sentence_vectors] = embed_sentences(self.embedder, [statement])
         self._ensure_schema()
         with self.store.user_write_turn(self.user):
             for attempt in range(1, MAX_PLAN_ATTEMPTS + 1):
@@ -279,7 +288,7 @@ class Memory(MemoryReader):
                     raise InvalidInputError(f"fact {fact_id!r} ({fact.text!r}) is {fact.status}, not current: only a "
                                             "current fact can be retired (forget() deletes a fact of any status)")
                 plan = plan_correction(user_id=self.user, fact=fact, statement=statement, embedding=embedding,
-                                       day=day, revision=revision)
+                                       sentence_embeddings=sentence_vectors, day=day, revision=revision)
                 try:
                     outcome = self.store.apply(plan.change)
                 except StaleStateError:
@@ -328,8 +337,12 @@ class Memory(MemoryReader):
             notes = self._premise_notes(question, meter, history, embedding)
             quotes = closest_user_words(store=self.store, user_id=self.user, embedding=embedding,
                                         settings=self.user_words_settings)
-            words = render_user_words(quotes, self.user_words_settings.max_quote_chars)
-            context = self.context_of(history) + (f"\n\n{words}" if words else "")
+            said = closest_sentences(store=self.store, user_id=self.user, embedding=embedding,
+                                     settings=self.user_words_settings, quoted={q.message_id for q in quotes})
+            sections = [render_user_words(quotes, self.user_words_settings.max_quote_chars),
+                        render_sentences(said, ended_notes(self.store, self.user, history,
+                                                           {s.message_id for s in said}))]
+            context = "\n\n".join([self.context_of(history), *(section for section in sections if section)])
             text = tracing.traced(self.llm).text(answer_messages(context, notes, question), purpose="answer",
                                                  meter=meter, max_tokens=max_tokens)
             answer = Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))

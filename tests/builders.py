@@ -7,6 +7,7 @@ Embeddings are seeded random unit vectors, so similarities are controlled by the
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
@@ -62,9 +63,12 @@ class SessionBuilder:
     disputes: list[Dispute] = field(default_factory=list)
     overtaken: list[Overtaken] = field(default_factory=list)
 
-    def say(self, text: str) -> str:
+    def say(self, text: str, sentence_vectors: Sequence[tuple[float, ...]] | None = None) -> str:
+        """A user turn; ``sentence_vectors``: one per sentence of ``text``, stored with it (none by default)."""
         message_id = f"m-{uuid.uuid4().hex}"
-        self.messages.append(MessageRecord(id=message_id, index=len(self.messages), text=text))
+        vectors = None if sentence_vectors is None else tuple(sentence_vectors)
+        self.messages.append(MessageRecord(id=message_id, index=len(self.messages), text=text,
+                                           sentence_embeddings=vectors))
         return message_id
 
     def fact(

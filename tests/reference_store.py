@@ -112,17 +112,20 @@ from lastknown_graph.domain.models import (
     HistoryEntry,
     ReplacementLink,
     ScoredFact,
+    ScoredSentence,
     SessionUndo,
     SessionWrite,
     SourceMessage,
     TimelineEvent,
     TimelineEventKind,
+    TurnVectors,
     UndoDependency,
     UndoneFact,
     UndoReport,
     UserExport,
     WriteOutcome,
 )
+from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.errors import (
     StaleStateError,
     StoreError,
@@ -187,7 +190,7 @@ class ReferenceStore:
         for message in change.messages:
             memory.messages[message.id] = ExportedMessage(
                 id=message.id, session_id=session.id, index=message.index, role=message.role,
-                text=message.text, redacted=False,
+                text=message.text, redacted=False, sentence_embeddings=message.sentence_embeddings,
             )
         for new in change.new_facts:
             status = FactStatus.DISPUTED if new.id in change.disputed_fact_ids else FactStatus.CURRENT
@@ -252,7 +255,7 @@ class ReferenceStore:
         redacted = {m for fact_id in doomed for m in memory.facts[fact_id].source_message_ids}
         for message_id in redacted:
             memory.messages[message_id] = memory.messages[message_id].model_copy(
-                update={"text": None, "redacted": True}
+                update={"text": None, "redacted": True, "sentence_embeddings": None}
             )
         for fact_id in doomed:
             del memory.facts[fact_id]
@@ -485,6 +488,33 @@ class ReferenceStore:
             for f in memory.facts.values() if f.status in statuses and self._admitted(where, f)
         ]
         return sorted(scored, key=lambda s: (-s.similarity, s.fact.id))[:k]
+
+    def similar_sentences(self, user_id: str, embedding: Sequence[float], k: int) -> list[ScoredSentence]:
+        """Every sentence of every turn kept with its vectors, ranked by cosine; ties by "<message id>#<position>"."""
+        memory = self._memory(user_id)
+        scored = [
+            (ScoredSentence(message_id=m.id, session_id=m.session_id, day=memory.sessions[m.session_id].date,
+                            index=m.index, sentence_index=i, text=sentences(m.text or "")[i],
+                            similarity=_cosine(embedding, vector)), f"{m.id}#{i}")
+            for m in memory.messages.values() if m.sentence_embeddings is not None and not m.redacted
+            for i, vector in enumerate(m.sentence_embeddings)
+        ]
+        return [s for s, _ in sorted(scored, key=lambda pair: (-pair[0].similarity, pair[1]))[:k]]
+
+    def turns_without_sentence_vectors(self, user_id: str) -> list[tuple[str, str]]:
+        return sorted((m.id, m.text) for m in self._memory(user_id).messages.values()
+                      if m.text is not None and not m.redacted and m.sentence_embeddings is None)
+
+    def add_sentence_vectors(self, user_id: str, turns: Sequence[TurnVectors]) -> int:
+        memory, added = self._memory(user_id), 0
+        for turn in turns:
+            message = memory.messages.get(turn.message_id)
+            if (message is None or message.redacted or message.sentence_embeddings is not None
+                    or message.text != turn.text):
+                continue
+            memory.messages[message.id] = message.model_copy(update={"sentence_embeddings": turn.sentence_embeddings})
+            added += 1
+        return added
 
     @staticmethod
     def _admitted(where: FactFilter, fact: ExportedFact) -> bool:

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from bench.stale.dataset import Session
 from bench.stale.records import Probed, ProbeResult
 from lastknown_graph.domain.reports import UsageCounts
+from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import LLM, UsageMeter
 from lastknown_graph.memory import usage_report
-from lastknown_graph.pipeline.naive_rag import DatedSentence, closest, sentences
+from lastknown_graph.pipeline.naive_rag import DatedSentence, closest
 from lastknown_graph.prompts.naive_rag import NAIVE_RAG_SYSTEM, naive_rag_messages
 
 BASELINE_SYSTEM = NAIVE_RAG_SYSTEM  # the library's naive RAG (Memory.compare) is this baseline

@@ -42,8 +42,8 @@ from bench.stale.judge import EXTRAS_PURPOSE, JUDGE_PURPOSE
 from bench.stale.mature import first_one_valued
 from bench.stale.probes import keeps_new_question
 from lastknown_graph.domain.attributes import AttributeTable
+from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.pipeline.grounding import names_a_moment
-from lastknown_graph.pipeline.naive_rag import sentences
 from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule
 
 Behaviour = Literal["oracle", "control"]

@@ -1,6 +1,6 @@
 // name: delete_facts
 // purpose: forget facts of a user: delete them with every edge (and so their embeddings and vector index
-//          entries), and remove the text of the messages they came from. Facts they superseded stay retired.
+//          entries), and remove the text of the messages they came from, and the vectors of its sentences. Facts they superseded stay retired.
 //          Reasons of retirements (rejected ones too) and disputes decided in a session whose messages were redacted may quote those
 //          messages, so they are replaced by $redacted_reason. A session whose messages were redacted loses its
 //          digest: a hash of forgotten words would confirm a guess of them.
@@ -10,7 +10,7 @@ MATCH (f:Fact)
 WHERE f.user_id = $user_id AND f.id IN $fact_ids
 OPTIONAL MATCH (f)-[:FROM]->(m:Message)
 WITH collect(DISTINCT f) AS facts, collect(DISTINCT m) AS messages
-FOREACH (m IN messages | SET m.text = null, m.redacted = true)
+FOREACH (m IN messages | SET m.text = null, m.redacted = true, m.sentence_vectors_f32 = null)
 WITH facts, [f IN facts | f.id] AS deleted, [m IN messages | m.id] AS redacted,
      [m IN messages | m.session_id] AS sessions
 FOREACH (f IN facts | DETACH DELETE f)

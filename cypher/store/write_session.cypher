@@ -2,7 +2,8 @@
 // purpose: create a session, recorded at the wall-clock time of its write, and its verbatim user messages.
 // parameters: $user_id, $session_id (strings), $date (date), $recorded_at (datetime),
 //             $digest (sha256 hex of the user turns, or null),
-//             $messages (list of {id, index, role, text}),
+//             $messages (list of {id, index, role, text, sentence_vectors_f32: the float32 bytes of one vector per
+//             sentence, row after row, or null}),
 //             $checked_domains (list of strings), $checks, $flagged (lists of integers, one per domain: conflict
 //             checks run in this session and how many reached stage 2)
 // example: :param user_id => "alice"; :param session_id => "s-1"; :param date => date("2024-02-01");
@@ -14,5 +15,6 @@ CREATE (u)-[:HAD]->(s)
 WITH s
 UNWIND $messages AS message
 CREATE (m:Message {id: message.id, user_id: $user_id, session_id: $session_id, index: message.index,
-                   role: message.role, text: message.text, redacted: false})
+                   role: message.role, text: message.text, redacted: false,
+                   sentence_vectors_f32: message.sentence_vectors_f32})
 CREATE (s)-[:CONTAINS]->(m)

@@ -18,6 +18,7 @@ from lastknown_graph.cli.commands import (
     run_ask,
     run_audit,
     run_context,
+    run_dream,
     run_export,
     run_find,
     run_forget,
@@ -228,6 +229,15 @@ lastknown undo --user alice s-feb --cascade --json
     undo.add_argument("--dry-run", action="store_true", help="only say what the undo would change")
     undo.add_argument("--cascade", action="store_true",
                       help="also undo the later sessions that built on it, newest first (else they refuse the undo)")
+
+    dream = _command(
+        commands, common, "dream", "what consolidating the memory would change: each proposal (merge, resolve, "
+        "classify, expire) and the validator's decision on it, with its reason", """
+lastknown dream --dry-run --user alice
+lastknown dream --dry-run --user alice --json
+""", run_dream)
+    dream.add_argument("--dry-run", action="store_true",
+                       help="list the proposals and decisions, changing nothing (applying a dream is not built yet)")
 
     review = _command(
         commands, common, "review", "retirements decided with little margin, with both facts and the evidence", """

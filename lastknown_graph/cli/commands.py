@@ -19,6 +19,7 @@ from lastknown_graph.cli import audit as cli_audit
 from lastknown_graph.cli.render import (
     DEFAULT_CELL_WIDTH,
     compared_text,
+    dream_plan_text,
     facts_text,
     forget_text,
     history_text,
@@ -50,6 +51,7 @@ from lastknown_graph.durable_files import write_private_file
 from lastknown_graph.errors import InvalidInputError, LastknownError, UndoConflictError, UserExistsError
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS
 from lastknown_graph.pipeline.naive_rag import DEFAULT_K
+from lastknown_graph.pipeline.user_words import add_missing_sentence_vectors
 from lastknown_graph.render.timeline_html import render_timeline_html
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from lastknown_graph.store.graph_codec import FILE_FORMAT as EMBEDDED_FORMAT
@@ -247,6 +249,19 @@ def run_undo(args: argparse.Namespace, rt: Runtime) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- review
+
+
+def run_dream(args: argparse.Namespace, rt: Runtime) -> int:
+    if not args.dry_run:
+        raise CLIError("applying a dream is not built yet: 'lastknown dream --dry-run' lists what it would change",
+                       EXIT_USAGE)
+    user = rt.user()
+    reader = rt.reader(user)
+    plan = reader.dream_plan()
+    named = {i for d in plan.decisions for i in (*d.proposal.fact_ids, d.proposal.keep_fact_id) if i is not None}
+    texts = {fact.id: fact.text for fact in reader.current() if fact.id in named}  # a plan names current facts only
+    emit(rt.options, plan.model_dump(mode="json") | {"texts": texts}, dream_plan_text(plan, texts))
+    return EXIT_OK
 
 
 def run_review(args: argparse.Namespace, rt: Runtime) -> int:
@@ -462,7 +477,12 @@ def run_upgrade(args: argparse.Namespace, rt: Runtime) -> int:
     # Topics written before attributes ("location", "job") become the attributes they meant, so filters by
     # attribute (find --topic) see them.
     renamed = store.rename_topics(AttributeTable().legacy_renames())
-    emit(rt.options, {"store": spec.describe(), "upgraded_facts": upgraded, "renamed_topics": renamed},
-         f"upgraded {upgraded} facts and gave {renamed} facts their attribute in {spec.describe()}"
-         if upgraded or renamed else f"{spec.describe()} is up to date")
+    # Turns written before sentence vectors get them, so ask() finds the user's words in them too; the embedder is
+    # opened only when some turn needs it.
+    behind = [user for user in store.list_users() if store.turns_without_sentence_vectors(user)]
+    embedded = sum(add_missing_sentence_vectors(store, rt.embedder(), user) for user in behind)
+    emit(rt.options, {"store": spec.describe(), "upgraded_facts": upgraded, "renamed_topics": renamed,
+                      "turns_given_sentence_vectors": embedded},
+         f"upgraded {upgraded} facts, gave {renamed} facts their attribute and {embedded} turns their sentence "
+         f"vectors in {spec.describe()}" if upgraded or renamed or embedded else f"{spec.describe()} is up to date")
     return EXIT_OK

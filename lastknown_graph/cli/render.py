@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from lastknown_graph.domain.dream import DreamPlan, DreamVerdict
 from lastknown_graph.domain.models import (
     DependencyKind,
     Fact,
@@ -200,6 +201,28 @@ def review_text(items: list[ReviewItem]) -> str:
         lines.append(f"  why      {item.stage}: {item.reason}{margin}")
         lines += [f"  said     {m.day.isoformat()} {m.session_id}: {m.text}" for m in item.evidence]
     lines.append("decide: lastknown review-decide RETIREMENT_ID --keep-old | --accept")
+    return "\n".join(lines)
+
+
+def dream_plan_text(plan: DreamPlan, texts: Mapping[str, str]) -> str:
+    """One block per proposal: its verdict, what it changes (by the facts' words), why it was proposed and decided."""
+    if not plan.decisions:
+        return "nothing to consolidate: no proposal"
+    lines = []
+    for decision in plan.decisions:
+        proposal = decision.proposal
+        lines.append(f"{decision.verdict.value:<7} {proposal.kind.value} (proposed by {proposal.proposed_by.value})")
+        if proposal.keep_fact_id is not None:
+            lines.append(f"  keeps   {texts.get(proposal.keep_fact_id, proposal.keep_fact_id)}")
+        verb = {"merge": "merges", "resolve": "retires", "classify": "gives", "expire": "expires"}[proposal.kind.value]
+        for fact_id in proposal.fact_ids:
+            topic = f" the attribute {proposal.topic}" if proposal.topic else ""
+            lines.append(f"  {verb:<7} {texts.get(fact_id, fact_id)}{topic}")
+        lines.append(f"  why     {proposal.reason}")
+        lines.append(f"  decided {decision.reason}")
+    counts = {v: len(plan.with_verdict(v)) for v in DreamVerdict}
+    lines.append(f"{counts[DreamVerdict.APPLY]} to apply, {counts[DreamVerdict.REVIEW]} for review, "
+                 f"{counts[DreamVerdict.REJECT]} rejected; nothing was changed (dry run)")
     return "\n".join(lines)
 
 

@@ -27,6 +27,7 @@ from typing import Annotated, Final, Literal, Self
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.domain.validation import (
     EARLIEST_DAY,
     LATEST_DAY,
@@ -128,13 +129,46 @@ class SessionRecord(Frozen):
     digest: Digest | None = None  # sha256 of the user turns: the same id with other turns is refused
 
 
+def _sentence_vectors_fit(text: str | None, vectors: tuple[Embedding, ...] | None) -> None:
+    """A turn's sentence vectors, where kept, are one per sentence of its text (``domain/sentences.py``)."""
+    if vectors is None:
+        return
+    if text is None:
+        raise ValueError("a forgotten message keeps no sentence vectors")
+    wanted = len(sentences(text))
+    if len(vectors) != wanted:
+        raise ValueError(f"the message has {wanted} sentences and {len(vectors)} sentence vectors")
+    if len({len(v) for v in vectors}) > 1:
+        raise ValueError("the message's sentence vectors have different dimensions")
+
+
 class MessageRecord(Frozen):
-    """One verbatim user turn. Only the user's own words are stored."""
+    """One verbatim user turn. Only the user's own words are stored, with a vector for each of its sentences (what
+    ``ask()`` retrieves the user's words by; None for a turn written without them)."""
 
     id: NodeId
     index: int = Field(ge=0, lt=MAX_MESSAGE_INDEX)
     text: Text
     role: Role = Role.USER
+    sentence_embeddings: tuple[FiniteEmbedding, ...] | None = None
+
+    @model_validator(mode="after")
+    def _vectors_fit(self) -> Self:
+        _sentence_vectors_fit(self.text, self.sentence_embeddings)
+        return self
+
+
+class TurnVectors(Frozen):
+    """Sentence vectors for a turn stored without them (``lastknown upgrade``): kept only while its text is ``text``."""
+
+    message_id: NodeId
+    text: Text
+    sentence_embeddings: tuple[FiniteEmbedding, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _vectors_fit(self) -> Self:
+        _sentence_vectors_fit(self.text, self.sentence_embeddings)
+        return self
 
 
 class NewFact(Frozen):
@@ -262,13 +296,16 @@ class SessionWrite(Frozen):
             if late.until <= self.session.date:
                 raise ValueError(f"fact {late.new_fact_id!r} is overtaken on {late.until}, not after its session")
         dimensions = {len(f.embedding) for f in self.new_facts}
+        dimensions |= {len(v) for m in self.messages for v in m.sentence_embeddings or ()}
         if len(dimensions) > 1:
-            raise ValueError(f"new facts carry embeddings of different dimensions: {sorted(dimensions)}")
+            raise ValueError(f"the write carries embeddings of different dimensions: {sorted(dimensions)}")
         return self
 
     @property
     def embedding_dimension(self) -> int | None:
-        return len(self.new_facts[0].embedding) if self.new_facts else None
+        if self.new_facts:
+            return len(self.new_facts[0].embedding)
+        return next((len(v) for m in self.messages for v in m.sentence_embeddings or ()), None)
 
     @property
     def touched_fact_ids(self) -> list[str]:
@@ -388,6 +425,18 @@ class ScoredFact(Frozen):
     fact: Fact
     similarity: float  # cosine between the query and the fact
     relevance: float | None = None  # similarity weighted by freshness, where a ranking set it
+
+
+class ScoredSentence(Frozen):
+    """One sentence of a user turn, found by its stored vector (``Store.similar_sentences``)."""
+
+    message_id: NodeId
+    session_id: SessionId
+    day: date
+    index: int = Field(ge=0, lt=MAX_MESSAGE_INDEX)  # the turn's position in its conversation
+    sentence_index: int = Field(ge=0)  # the sentence's position in the turn
+    text: str
+    similarity: float  # cosine between the query and the sentence
 
 
 class CandidateProbe(Frozen):
@@ -640,6 +689,7 @@ class ExportedMessage(Frozen):
     role: Role
     text: str | None
     redacted: bool
+    sentence_embeddings: tuple[FiniteEmbedding, ...] | None = None  # absent from exports written before them
 
 
 class ExportedFact(Frozen):
@@ -757,9 +807,16 @@ class UserExport(Frozen):
             _require_subset("fact", (link.new_fact_id, link.old_fact_id), facts)
             _require_subset("session", (link.session_id,), sessions)
         dimensions = {len(f.embedding) for f in self.facts}
+        dimensions |= {len(v) for m in self.messages for v in m.sentence_embeddings or ()}
         if len(dimensions) > 1:
-            raise ValueError(f"facts carry embeddings of different dimensions: {sorted(dimensions)}")
+            raise ValueError(f"the export carries embeddings of different dimensions: {sorted(dimensions)}")
         return self
+
+    @property
+    def embedding_dimension(self) -> int | None:
+        dimensions = [len(f.embedding) for f in self.facts]
+        dimensions += [len(v) for m in self.messages for v in m.sentence_embeddings or ()]
+        return dimensions[0] if dimensions else None
 
     def integrity_problems(self) -> list[str]:
         """What no write could have produced, by the integrity audits' rules and a write's own checks: the reasons
@@ -775,6 +832,10 @@ class UserExport(Frozen):
                     check_text(message.text)
                 except ValueError as exc:
                     problems.append(f"message {message.id}: {exc}")
+            try:
+                _sentence_vectors_fit(None if message.redacted else message.text, message.sentence_embeddings)
+            except ValueError as exc:
+                problems.append(f"message {message.id}: {exc}")
         # A write refuses days outside the calendar's bounds (validation.EARLIEST_DAY), so an import does too: a
         # memory never holds a day that its readers' date arithmetic was not checked for.
         dated = [(f"session {s.id}", s.date) for s in self.sessions]

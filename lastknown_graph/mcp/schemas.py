@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from lastknown_graph.domain.dream import DreamPlan
 from lastknown_graph.domain.models import (
     Fact,
     FactKind,
@@ -127,6 +128,13 @@ class ReviewResult(BaseModel):
     user: str
     queue: list[ReviewItem] = Field(description="Retirements decided with little margin, oldest first, with both "
                                                 "facts, why each is doubtful and the user's words behind it.")
+
+
+class DreamPlanResult(BaseModel):
+    user: str
+    plan: DreamPlan = Field(description="Each proposal (merge, resolve, classify, expire) with the validator's "
+                                        "decision (apply, review, reject) and its reason. Nothing was changed.")
+    texts: dict[str, str] = Field(description="The words of every fact the plan names, by fact id.")
 
 
 class ReviewDecisionResult(BaseModel):

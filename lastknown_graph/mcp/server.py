@@ -27,6 +27,7 @@ from lastknown_graph.mcp.schemas import (
     CorrectionResult,
     Day,
     DomainFilter,
+    DreamPlanResult,
     FindResult,
     ForgetResult,
     KindFilter,
@@ -163,6 +164,12 @@ def build_server(service: MemoryService) -> MCPServer:
         reason, why it is doubtful and the user's words behind it. Show them to the user; do not decide for them."""
         return answer(lambda: service.review(user, band))
 
+    def dream_plan(user: UserArgument = user_default) -> DreamPlanResult:
+        """What consolidating the user's memory would change, changing nothing: the same value said several ways
+        merged into one of its texts, two current values of a one-valued attribute resolved to the later one, old
+        topics given their attribute, past moments expired; each proposal with the validator's decision and reason."""
+        return answer(lambda: service.dream_plan(user))
+
     def review_decide(
         retirement_id: Annotated[str, Field(description="The retired fact's id (retirement_id from review).")],
         keep_old: Annotated[bool, Field(description="true: the user says the old fact still holds (it is current "
@@ -194,7 +201,7 @@ def build_server(service: MemoryService) -> MCPServer:
 
     for tool, hints in ((remember, WRITES), (remember_status, READS), (context, READS), (premise_notes, READS),
                         (find, READS), (timeline, READS), (as_of, READS), (correct, WRITES), (review, READS),
-                        (review_decide, DECIDES), (forget, DELETES), (forget_about, DELETES)):
+                        (review_decide, DECIDES), (dream_plan, READS), (forget, DELETES), (forget_about, DELETES)):
         server.add_tool(tool, annotations=hints)
     _add_resources(server, service)
     return server

@@ -30,6 +30,7 @@ from lastknown_graph.mcp.schemas import (
     ContextResult,
     CorrectionAction,
     CorrectionResult,
+    DreamPlanResult,
     FindResult,
     ForgetResult,
     PremiseNotesResult,
@@ -236,6 +237,14 @@ class MemoryService:
     def review(self, user: str | None, band: float | None) -> ReviewResult:
         who = self.users.user_for(user)
         return ReviewResult(user=who, queue=self._reader(who).review(band=band))
+
+    def dream_plan(self, user: str | None) -> DreamPlanResult:
+        who = self.users.user_for(user)
+        reader = self._reader(who)
+        plan = reader.dream_plan()
+        named = {i for d in plan.decisions for i in (*d.proposal.fact_ids, d.proposal.keep_fact_id) if i is not None}
+        return DreamPlanResult(user=who, plan=plan,
+                               texts={f.id: f.text for f in reader.current() if f.id in named})
 
     def review_decide(self, user: str | None, retirement_id: str, new_fact_id: str | None,
                       keep_old: bool) -> ReviewDecisionResult:

@@ -32,11 +32,15 @@ def correction_session_id(user_id: str, fact_id: str, statement: str) -> str:
 
 
 def plan_correction(
-    *, user_id: str, fact: Fact, statement: str, embedding: Sequence[float], day: date, revision: int
+    *, user_id: str, fact: Fact, statement: str, embedding: Sequence[float],
+    sentence_embeddings: Sequence[Sequence[float]] | None = None, day: date, revision: int,
 ) -> WritePlan:
-    """Retire ``fact`` (current) by the user's ``statement`` on ``day``; planned from the user's ``revision``."""
+    """Retire ``fact`` (current) by the user's ``statement`` on ``day``; planned from the user's ``revision``.
+    ``sentence_embeddings``: one vector per sentence of the statement, kept with its message."""
     session_id = correction_session_id(user_id, fact.id, statement)
-    message = MessageRecord(id=message_id(user_id, session_id, 0), index=0, text=statement)
+    vectors = None if sentence_embeddings is None else tuple(tuple(v) for v in sentence_embeddings)
+    message = MessageRecord(id=message_id(user_id, session_id, 0), index=0, text=statement,
+                            sentence_embeddings=vectors)
     replacement = NewFact(
         id=f"fact-{uuid.uuid4()}", text=statement, topic=fact.topic, domain=fact.domain, inferred=False,
         kind=FactKind.STATE, embedding=tuple(embedding), source_message_ids=(message.id,),

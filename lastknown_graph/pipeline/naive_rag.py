@@ -4,7 +4,6 @@ the memory, over the same stored messages. A redacted (forgotten) message gives 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -12,9 +11,9 @@ from datetime import date
 import numpy as np
 
 from lastknown_graph.domain.models import Role, UserExport
+from lastknown_graph.domain.sentences import sentences
 
 DEFAULT_K = 8  # the public comparisons of memory layers with naive RAG retrieve the 8 closest sentences
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True)
@@ -24,10 +23,6 @@ class DatedSentence:
 
     def line(self) -> str:
         return f"[{self.day.isoformat()}] {self.text}"
-
-
-def sentences(turn: str) -> list[str]:
-    return [part.strip() for part in _SENTENCE_END.split(turn) if part.strip()]
 
 
 def user_sentences(export: UserExport) -> list[DatedSentence]:

@@ -1,21 +1,34 @@
-"""The user's own words behind the current facts closest to a message, quoted in the answer's context.
+"""The user's own words in the answer's context: the turns behind the current facts closest to a message, and the
+sentences closest to the message itself.
 
 A fact line is a short paraphrase ("Lives in Leeds"). Asked about the details of something the user said,
 a small model finds no line that says them and answers No although the fact is current (most of the
 keeps-new failures of the 30-scenario Qwen2.5-Coder-1.5B STALE run). The turns the closest current facts
-came from carry those details, with the day they were said; only current facts are quoted, so nothing
-retired comes back through its words.
+came from carry those details, with the day they were said.
+
+A fact the extraction never wrote has no turn behind it, and a question about it found nothing (a naive RAG over the
+user's sentences answered it). So the sentences closest to the message are found by their own vectors, stored with
+each turn at write time, and listed with their days; where a sentence's turn is behind a fact that is no longer true,
+a note beside it says what replaced it, so an old statement is not taken for the current one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from lastknown_graph.domain.models import SourceMessage
+from lastknown_graph.domain.models import FactStatus, HistoryEntry, ScoredSentence, SourceMessage, TurnVectors
+from lastknown_graph.domain.sentences import sentences
+from lastknown_graph.embedders.protocol import Embedder
 from lastknown_graph.store import Store
 
+SentenceVectors = tuple[tuple[float, ...], ...]  # one vector per sentence of a turn
+# How many more sentences a search asks for per turn already quoted whole, whose sentences it then leaves out.
+SENTENCES_PER_QUOTED_TURN = 3
+
 WORDS_HEADING = "In the user's own words (where the facts above come from; each holds as long as its fact does):"
+SAID_HEADING = ("The user's earlier words closest to this message (oldest first; a later one may replace an "
+                "earlier one):")
 
 
 @dataclass(frozen=True)
@@ -27,9 +40,11 @@ class UserWordsSettings:
     # Turns quoted at most, the closest fact's first; a long turn is cut to its first characters.
     max_quotes: int = 3
     max_quote_chars: int = 500
+    # The user's sentences closest to the message, found by their own vectors (0: none), beside the quoted turns.
+    sentences: int = 8
 
     def __post_init__(self) -> None:
-        for name in ("facts", "max_quotes", "max_quote_chars"):
+        for name in ("facts", "max_quotes", "max_quote_chars", "sentences"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
@@ -53,6 +68,72 @@ def closest_user_words(
     for message in sources:
         quoted.setdefault(message.message_id, message)  # a turn behind two facts is quoted once
     return list(quoted.values())[: settings.max_quotes]
+
+
+def closest_sentences(
+    *, store: Store, user_id: str, embedding: Sequence[float], settings: UserWordsSettings, quoted: Collection[str],
+) -> list[ScoredSentence]:
+    """The user's sentences nearest ``embedding``, oldest first, leaving out those of the ``quoted`` turns (the
+    context has them whole already) and those below ``min_similarity``."""
+    if settings.sentences == 0:
+        return []
+    found = store.similar_sentences(user_id, embedding, settings.sentences + SENTENCES_PER_QUOTED_TURN * len(quoted))
+    kept = [s for s in found if s.message_id not in quoted and s.similarity >= settings.min_similarity]
+    return sorted(kept[: settings.sentences], key=lambda s: (s.day, s.session_id, s.index, s.sentence_index))
+
+
+def ended_notes(store: Store, user_id: str, history: Sequence[HistoryEntry],
+                message_ids: Collection[str]) -> dict[str, list[str]]:
+    """For each of ``message_ids`` behind a fact that is no longer true: what it said then and what holds since."""
+    ended = {e.fact.id: e for e in history if e.fact.status is FactStatus.RETIRED}
+    if not ended or not message_ids:
+        return {}
+    notes: dict[str, list[str]] = {}
+    for source in store.source_messages(user_id, ended):
+        if source.message_id in message_ids:
+            entry = ended[source.fact_id]
+            since = "; ".join(f"since {link.at.isoformat()}: {link.fact_text}" for link in entry.replaced_by)
+            notes.setdefault(source.message_id, []).append(
+                f"'{entry.fact.text}' is no longer true" + (f" ({since})" if since else ""))
+    return notes
+
+
+def render_sentences(said: Sequence[ScoredSentence], notes: Mapping[str, Sequence[str]]) -> str:
+    """The section of the closest sentences for the answer's context; empty when there is none."""
+    if not said:
+        return ""
+    lines = [SAID_HEADING]
+    for sentence in said:
+        marks = "".join(f" [{note}]" for note in notes.get(sentence.message_id, ()))
+        lines.append(f'- [{sentence.day.isoformat()}] "{sentence.text}"{marks}')
+    return "\n".join(lines)
+
+
+def embed_sentences(embedder: Embedder, turns: Sequence[str]) -> list[SentenceVectors]:
+    """One vector per sentence of each turn (``domain/sentences.py``), in one call to the embedder: what a store
+    keeps beside the turn so that ``ask()`` finds the user's words by the question."""
+    cut = [sentences(turn) for turn in turns]
+    flat = embedder.embed([sentence for parts in cut for sentence in parts]) if any(cut) else []
+    vectors: list[SentenceVectors] = []
+    start = 0
+    for parts in cut:
+        vectors.append(tuple(tuple(float(x) for x in flat[i]) for i in range(start, start + len(parts))))
+        start += len(parts)
+    return vectors
+
+
+def add_missing_sentence_vectors(store: Store, embedder: Embedder, user_id: str, batch_size: int = 200) -> int:
+    """``lastknown upgrade``: embed the sentences of the user's turns stored without vectors, ``batch_size`` turns at
+    a time; how many turns took them."""
+    missing = store.turns_without_sentence_vectors(user_id)
+    added = 0
+    for start in range(0, len(missing), batch_size):
+        batch = missing[start:start + batch_size]
+        vectors = embed_sentences(embedder, [text for _, text in batch])
+        added += store.add_sentence_vectors(user_id, [
+            TurnVectors(message_id=message_id, text=text, sentence_embeddings=turn)
+            for (message_id, text), turn in zip(batch, vectors, strict=True) if turn])
+    return added
 
 
 def _clipped(text: str, limit: int) -> str:

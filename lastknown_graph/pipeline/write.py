@@ -83,6 +83,7 @@ from lastknown_graph.pipeline.judgment import (
     which_no_longer_true,
 )
 from lastknown_graph.pipeline.text_checks import normalised
+from lastknown_graph.pipeline.user_words import SentenceVectors, embed_sentences
 from lastknown_graph.pipeline.value_rules import content_words, resumes, says_over, what_ended
 from lastknown_graph.prompts.extraction import (
     EXAMPLE_MARKERS,
@@ -225,6 +226,7 @@ class PlanningMemo:
 
     extraction: Extraction | None = None
     embeddings: list[list[float]] | None = None
+    sentence_embeddings: list[SentenceVectors] | None = None  # one entry per user turn
     # A model's verdicts by the question asked: (purpose, stored facts' texts and days, the news, its day, the words).
     verdicts: dict[tuple[object, ...], dict[str, Verdict]] = field(default_factory=dict)
 
@@ -498,12 +500,14 @@ def plan_write(
     # Read first: if any write for this user commits while we plan, the store refuses this plan
     # and it is made again from the new state (two plans made at once cannot both add a fact).
     revision = store.user_revision(user_id)
+    memo = memo if memo is not None else PlanningMemo()
+    if memo.sentence_embeddings is None:
+        memo.sentence_embeddings = embed_sentences(embedder, user_messages)
     messages = tuple(
-        MessageRecord(id=message_id(user_id, session_id, i), index=i, text=text)
-        for i, text in enumerate(user_messages)
+        MessageRecord(id=message_id(user_id, session_id, i), index=i, text=text, sentence_embeddings=vectors)
+        for i, (text, vectors) in enumerate(zip(user_messages, memo.sentence_embeddings, strict=True))
     )
     decisions: list[Decision] = []
-    memo = memo if memo is not None else PlanningMemo()
     if memo.extraction is None:
         with tracing.span(tracing.EXTRACTION) as extraction_span:
             memo.extraction = llm.structured(

@@ -46,11 +46,13 @@ from lastknown_graph.domain.models import (
     ReviewItem,
     ReviewVerdict,
     ScoredFact,
+    ScoredSentence,
     SessionRecord,
     SessionWrite,
     SourceMessage,
     TimelineEvent,
     TimelineEventKind,
+    TurnVectors,
     UndoneSession,
     UndoReport,
     UserExport,
@@ -68,7 +70,7 @@ from lastknown_graph.errors import (
 )
 from lastknown_graph.store.embedded_files import StoreFiles
 from lastknown_graph.store.graph_changes import GraphChanges
-from lastknown_graph.store.graph_codec import REJECTED_EDGE, RELATION_OF_EDGE, UNDID_EDGE
+from lastknown_graph.store.graph_codec import REJECTED_EDGE, RELATION_OF_EDGE, SENTENCE_VECTORS, UNDID_EDGE
 from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
@@ -86,6 +88,7 @@ from lastknown_graph.store.records import (
     require_importable,
 )
 from lastknown_graph.store.review import RetirementLink, chosen_retirement
+from lastknown_graph.store.sentence_search import nearest_sentences, scored_sentence, sentence_key, turns_dimension
 from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.store.undo import UndoPlan, UserGraph, in_undo_order, plan_undo, undo_moment, user_graph
 from lastknown_graph.store.vectors import Float32Array, nearest
@@ -156,9 +159,11 @@ def _add_message(
     redacted: bool = False,
 ) -> None:
     key = _message_key(message.id)
+    vectors = message.sentence_embeddings
     changes.add_node(
         key, label="Message", id=message.id, user_id=user_id, session_id=session_id,
         index=message.index, role=str(message.role), text=message.text, redacted=redacted,
+        **({SENTENCE_VECTORS: np.asarray(vectors, dtype=np.float32)} if vectors else {}),
     )
     changes.add_edge(_session_key(user_id, session_id), key, key="CONTAINS")
 
@@ -564,6 +569,7 @@ class EmbeddedStore:
                     if edge_type == "FROM":
                         message = graph.nodes[message_key]
                         message.update(text=None, redacted=True)
+                        message.pop(SENTENCE_VECTORS, None)  # a vector of forgotten words would confirm a guess
                         redacted.add(message["id"])
                         sessions.add(message["session_id"])
             deleted = sorted(graph.nodes[k]["id"] for k in keys)
@@ -713,8 +719,7 @@ class EmbeddedStore:
 
     def import_user(self, export: UserExport) -> None:
         require_importable(export)
-        dimensions = {len(f.embedding) for f in export.facts}
-        self._require_dimension(dimensions.pop() if dimensions else None)
+        self._require_dimension(export.embedding_dimension)
         user_id = export.user_id
         with self._appending() as changes:
             graph = changes.graph
@@ -854,6 +859,65 @@ class EmbeddedStore:
             return [ScoredFact(fact=self._fact(graph, _fact_key(fact_id)), similarity=similarity)
                     for fact_id, similarity in nearest(ids, matrix, query, k)]
 
+    def similar_sentences(self, user_id: str, embedding: Sequence[float], k: int) -> list[ScoredSentence]:
+        check_identifier(user_id)
+        check_k(k)
+        with self._locked(exclusive=False):
+            query = np.asarray(check_query_embedding(embedding, self._dimension), dtype=np.float32)
+            graph = self._graph
+            user_key = _user_key(user_id)
+            if user_key not in graph:
+                return []
+            turns: dict[str, tuple[dict[str, Any], date]] = {}
+            ids: list[str] = []
+            rows: list[Float32Array] = []
+            for _, session_key, edge in graph.out_edges(user_key, keys=True):
+                if edge != "HAD":
+                    continue
+                day = graph.nodes[session_key]["date"]
+                for _, message_key, edge2 in graph.out_edges(session_key, keys=True):
+                    message = graph.nodes[message_key]
+                    vectors = message.get(SENTENCE_VECTORS)
+                    if edge2 != "CONTAINS" or message["redacted"] or vectors is None:
+                        continue
+                    turns[message["id"]] = (message, day)
+                    ids += [sentence_key(message["id"], i) for i in range(len(vectors))]
+                    rows.append(vectors)
+            if not rows:
+                return []
+            return [scored_sentence(*turns[message_id], position, similarity)
+                    for message_id, position, similarity in nearest_sentences(ids, np.concatenate(rows), query, k)]
+
+    def _user_messages(self, graph: nx.MultiDiGraph, user_id: str) -> list[dict[str, Any]]:
+        user_key = _user_key(user_id)
+        if user_key not in graph:
+            return []
+        return [graph.nodes[message_key]
+                for _, session_key, edge in graph.out_edges(user_key, keys=True) if edge == "HAD"
+                for _, message_key, edge2 in graph.out_edges(session_key, keys=True) if edge2 == "CONTAINS"]
+
+    def turns_without_sentence_vectors(self, user_id: str) -> list[tuple[str, str]]:
+        check_identifier(user_id)
+        with self._locked(exclusive=False):
+            return sorted((m["id"], m["text"]) for m in self._user_messages(self._graph, user_id)
+                          if not m["redacted"] and m.get(SENTENCE_VECTORS) is None)
+
+    def add_sentence_vectors(self, user_id: str, turns: Sequence[TurnVectors]) -> int:
+        check_identifier(user_id)
+        self._require_dimension(turns_dimension(turns))
+        wanted = {turn.message_id: turn for turn in turns}
+        added = 0
+        with self._appending() as changes:
+            for message in self._user_messages(changes.graph, user_id):
+                turn = wanted.get(message["id"])
+                if (turn is None or message["redacted"] or message.get(SENTENCE_VECTORS) is not None
+                        or message["text"] != turn.text):
+                    continue
+                changes.update_node(_message_key(message["id"]),
+                                    **{SENTENCE_VECTORS: np.asarray(turn.sentence_embeddings, dtype=np.float32)})
+                added += 1
+        return added
+
     @staticmethod
     def _fact_ids_and_embeddings(graph: nx.MultiDiGraph, keys: list[str]) -> tuple[list[str], Float32Array]:
         return [graph.nodes[key]["id"] for key in keys], np.stack([graph.nodes[key]["embedding"] for key in keys])
@@ -974,9 +1038,12 @@ class EmbeddedStore:
                 for _, message_key, t2 in graph.out_edges(session_key, keys=True):
                     if t2 == "CONTAINS":
                         m = graph.nodes[message_key]
+                        vectors = m.get(SENTENCE_VECTORS)
                         messages.append(ExportedMessage(
                             id=m["id"], session_id=m["session_id"], index=m["index"], role=m["role"],
                             text=m["text"], redacted=m["redacted"],
+                            sentence_embeddings=None if vectors is None else tuple(
+                                tuple(float(x) for x in row) for row in vectors),
                         ))
             facts, confirmations, replacements = [], [], []
             for key in self._user_fact_keys(graph, user_id):

@@ -19,6 +19,7 @@ from datetime import date, datetime
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from lastknown_graph.errors import SchemaMismatchError
 from lastknown_graph.store.graph_changes import AddEdge, AddNode, Change, SetAttrs
@@ -53,6 +54,8 @@ _REQUIRED_ATTRS = {
              "embedding"},
     "UndoneSession": {"user_id", "session_id", "date", "undone_at"},
 }
+# A message's vectors, one row per sentence of its text (absent on messages written before them, None once forgotten).
+SENTENCE_VECTORS = "sentence_vectors"
 _DAY_ATTRS = frozenset({"date", "valid_from", "valid_to", "at"})
 _MOMENT_ATTRS = frozenset({"recorded_at", "reviewed_at", "undone_at"})
 
@@ -97,6 +100,8 @@ def encode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     for name, value in attrs.items():
         if name == "embedding":
             encoded[name] = _encode_vector(value)
+        elif name == SENTENCE_VECTORS:
+            encoded[name] = None if value is None else [_encode_vector(row) for row in value]
         elif isinstance(value, (date, datetime)):
             encoded[name] = value.isoformat()
         else:
@@ -109,6 +114,9 @@ def decode_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     for name, value in attrs.items():
         if name == "embedding":
             decoded[name] = from_float32_bytes(base64.b64decode(value))
+        elif name == SENTENCE_VECTORS:
+            decoded[name] = None if value is None else np.stack(
+                [from_float32_bytes(base64.b64decode(row)) for row in value])
         elif name in _DAY_ATTRS and value is not None:
             decoded[name] = date.fromisoformat(value)
         elif name in _MOMENT_ATTRS and value is not None:

@@ -26,9 +26,11 @@ from lastknown_graph.domain.models import (
     ReviewItem,
     ReviewVerdict,
     ScoredFact,
+    ScoredSentence,
     SessionWrite,
     SourceMessage,
     TimelineEvent,
+    TurnVectors,
     UndoneSession,
     UndoReport,
     UserExport,
@@ -109,6 +111,20 @@ class Store(Protocol):
         user has fewer such facts, however many other facts (the user's own that the filter leaves out, or other
         users') are closer to the embedding.
         """
+
+    def similar_sentences(self, user_id: str, embedding: Sequence[float], k: int) -> list[ScoredSentence]:
+        """The ``k`` sentences of the user's turns most similar to ``embedding`` (cosine), best first, each with its
+        turn and its session's day. Only turns stored with their sentence vectors are searched (``MessageRecord``);
+        a forgotten turn keeps none. An unknown user has none."""
+
+    def turns_without_sentence_vectors(self, user_id: str) -> list[tuple[str, str]]:
+        """(message id, text) of the user's turns stored without sentence vectors (written before them), forgotten
+        ones left out, in message id order: what ``lastknown upgrade`` embeds."""
+
+    def add_sentence_vectors(self, user_id: str, turns: Sequence[TurnVectors]) -> int:
+        """Keep each turn's vectors with the user's turn of that id, where it has none, is not forgotten and its text
+        is the turn's ``text`` (so vectors always belong to the words they are kept with); how many turns took them.
+        Changes no revision: what a reader sees of the memory is the same, only the user's words become searchable."""
 
     def conflict_candidates(self, user_id: str, probes: Sequence[CandidateProbe]) -> list[ProbeCandidates]:
         """For each probe, in order: the user's current facts nearest its embedding (what ``similar_facts``

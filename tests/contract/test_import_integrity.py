@@ -48,6 +48,14 @@ def redacted_with_text(d: dict[str, Any]) -> None:
     d["messages"][0]["redacted"] = True
 
 
+def forgotten_with_vectors(d: dict[str, Any]) -> None:
+    d["messages"][0]["redacted"], d["messages"][0]["text"] = True, None
+
+
+def vectors_not_one_per_sentence(d: dict[str, Any]) -> None:
+    d["messages"][0]["text"] = "I live in Lyon. It rains a lot."
+
+
 def ends_before_it_starts(d: dict[str, Any]) -> None:
     fact_of(d, "Lyon")["valid_to"] = "2023-01-01"
 
@@ -72,6 +80,8 @@ CRAFTED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "superseded but current": (superseded_current, "marked current"),
     "replacement cycle": (cycle, "cycle"),
     "redacted message with text": (redacted_with_text, "keeps its text"),
+    "forgotten message keeping its sentence vectors": (forgotten_with_vectors, "keeps no sentence vectors"),
+    "sentence vectors not one per sentence": (vectors_not_one_per_sentence, "2 sentences and 1 sentence vectors"),
     "ends before it starts": (ends_before_it_starts, "before it starts"),
     "credited to the wrong session": (wrong_session, "not on the day of its session"),
     "NUL in a message": (nul_in_message, "control characters"),

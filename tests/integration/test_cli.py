@@ -17,15 +17,18 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lastknown_graph.pipeline.naive_rag import sentences
+from lastknown_graph.domain.models import FactKind
+from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
+from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
+from tests.builders import SessionBuilder, vec
 from tests.cli_env import scripted_model_env
 from tests.store_files import store_files
 
@@ -165,7 +168,7 @@ def history_texts(env: dict[str, str], store: str, user: str) -> dict[str, str]:
 
 
 COMMANDS = ["write", "context", "ask", "find", "forget", "forget-about", "undo", "history", "timeline", "as-of",
-            "export", "import", "audit", "stats", "upgrade", "mcp", "neo4j"]
+            "export", "import", "audit", "stats", "upgrade", "dream", "mcp", "neo4j"]
 
 
 def test_help_lists_every_command_with_examples_and_exit_codes(model_env: dict[str, str]) -> None:
@@ -842,6 +845,26 @@ def test_upgrade_adds_embedding_bytes_to_older_neo4j_facts(
     assert run(model_env, "upgrade", "--store", neo4j_uri, "--batch-size", "0").code == 3
 
 
+def test_upgrade_gives_turns_written_before_sentence_vectors_their_vectors(
+    model_env: dict[str, str], tmp_path: Path
+) -> None:
+    path, user = tmp_path / "older.json", new_user("words")
+    store = EmbeddedStore(path)
+    store.ensure_schema(DIMENSION)
+    older = SessionBuilder(user, "s-1", date(2024, 3, 1))
+    older.say("The parrot screams at dawn. I am allergic to peanuts.")  # stored as a version before vectors did
+    store.apply(older.build())
+    store.close()
+    upgraded = ok(run(model_env, "upgrade", "--store", embedded(path), "--json")).json()
+    assert upgraded["turns_given_sentence_vectors"] == 1
+    assert "is up to date" in ok(run(model_env, "upgrade", "--store", embedded(path))).out
+    reopened = EmbeddedStore(path)
+    assert reopened.turns_without_sentence_vectors(user) == []
+    [export] = [reopened.export_user(user)]
+    [vectors] = [m.sentence_embeddings for m in export.messages]
+    assert vectors is not None and len(vectors) == 2
+
+
 def test_audit_runs_only_the_audit_library_and_checks_parameters(
     no_model_env: dict[str, str], alice: tuple[Path, str], neo4j_uri: str
 ) -> None:
@@ -871,3 +894,36 @@ def test_neo4j_delegates_to_the_local_server_control(no_model_env: dict[str, str
                     "--bolt-port", "27999", "--http-port", "0")).json()
     assert status["running"] is False and status["bolt_uri"] == "bolt://127.0.0.1:27999"
     assert run(no_model_env, "neo4j", "restart").code == 2
+
+
+# ---------------------------------------------------------------------------------------------- dream
+
+
+def test_dream_dry_run_lists_each_proposal_and_its_decision_and_changes_nothing(
+    no_model_env: dict[str, str], tmp_path: Path
+) -> None:
+    path, user = tmp_path / "legacy.json", new_user("dream")
+    store = EmbeddedStore(path)
+    store.ensure_schema(DIMENSION)
+    first = SessionBuilder(user, "s-1", date(2023, 1, 5))
+    first.fact("Lives in Lyon", "location", vec(1))  # a topic written before the attributes
+    first.fact("Is on the train right now", "current_activity", vec(3), kind=FactKind.MOMENT)
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2024, 2, 1))
+    second.fact("Lives in Porto", "home_location", vec(4))
+    store.apply(second.build())
+    store.close()
+    before = memory_of(no_model_env, embedded(path), user)
+
+    plan = ok(run(no_model_env, "dream", "--dry-run", "--store", embedded(path), "--user", user, "--json")).json()
+    assert [(d["proposal"]["kind"], d["verdict"]) for d in plan["decisions"]] == [
+        ("classify", "apply"), ("resolve", "apply"), ("expire", "apply")]
+    assert plan["texts"][plan["decisions"][1]["proposal"]["keep_fact_id"]] == "Lives in Porto"
+    text = ok(run(no_model_env, "dream", "--dry-run", "--store", embedded(path), "--user", user)).out.splitlines()
+    assert text[:3] == ["apply   classify (proposed by rule)", "  gives   Lives in Lyon the attribute home_location",
+                        "  why     'location' was written before the attributes; it means home_location"]
+    assert "  retires Lives in Lyon" in text and "  keeps   Lives in Porto" in text
+    assert text[-1] == "3 to apply, 0 for review, 0 rejected; nothing was changed (dry run)"
+    refused = run(no_model_env, "dream", "--store", embedded(path), "--user", user)
+    assert refused.code == 2 and "--dry-run" in refused.err
+    assert memory_of(no_model_env, embedded(path), user) == before

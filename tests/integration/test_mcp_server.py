@@ -217,7 +217,7 @@ def test_remembered_facts_reach_the_context_and_a_change_retires_the_old_one(
     async def scenario(client: Client) -> None:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert names == {"remember", "remember_status", "context", "premise_notes", "find", "timeline", "as_of",
-                         "correct", "review", "review_decide", "forget", "forget_about"}
+                         "correct", "review", "review_decide", "dream_plan", "forget", "forget_about"}
         first = await call(client, "remember", messages=FEB, date="2024-02-10", session="s-feb")
         assert first["status"] == "written"
         assert {a["text"] for a in first["report"]["added"]} == {"Lives in Portland", "Does not mind the rain"}
@@ -363,6 +363,11 @@ def test_the_review_queue_lists_an_inferred_retirement_and_keep_old_restores_it(
             "Lives in Portland", "Lives in a hot desert region", ["inferred_only"])
         assert "band" in await refused(client, "review", band=1.5)
         before = await call(client, "timeline")
+        dreamt = await call(client, "dream_plan")  # reads only
+        named = {i for d in dreamt["plan"]["decisions"]
+                 for i in (*d["proposal"]["fact_ids"], d["proposal"]["keep_fact_id"]) if i is not None}
+        assert set(dreamt["texts"]) == named and dreamt["plan"]["model_calls"] == 0
+        assert await call(client, "timeline") == before
         assert "UnknownRetirementError" in await refused(client, "review_decide", retirement_id="fact-none",
                                                          keep_old=True)
         assert await call(client, "timeline") == before

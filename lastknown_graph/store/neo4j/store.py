@@ -38,15 +38,18 @@ from lastknown_graph.domain.models import (
     ReviewItem,
     ReviewVerdict,
     ScoredFact,
+    ScoredSentence,
     SessionWrite,
     SourceMessage,
     TimelineEvent,
+    TurnVectors,
     UndoneSession,
     UndoReport,
     UserExport,
     WriteOutcome,
 )
 from lastknown_graph.domain.review import VERDICT_STAGES, doubts
+from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.domain.validation import check_identifier, check_text
 from lastknown_graph.errors import (
@@ -82,6 +85,7 @@ from lastknown_graph.store.records import (
     to_moment_or_none,
 )
 from lastknown_graph.store.review import RetirementLink, chosen_retirement
+from lastknown_graph.store.sentence_search import nearest_sentences, scored_sentence, sentence_key, turns_dimension
 from lastknown_graph.store.turns import UserTurns
 from lastknown_graph.store.undo import UserGraph, in_undo_order, plan_undo, undo_moment, user_graph
 from lastknown_graph.store.vectors import Float32Array, from_float32_bytes, nearest, to_float32_bytes
@@ -112,6 +116,18 @@ def _embedding_matrix(vectors: list[bytes | None], legacy: list[list[float] | No
         from_float32_bytes(vector) if vector is not None else np.asarray(old, dtype=np.float32)
         for vector, old in zip(vectors, legacy, strict=True)
     ])
+
+
+def _sentence_vectors_bytes(vectors: Sequence[Sequence[float]] | None) -> bytes | None:
+    """A turn's sentence vectors as one property: float32 bytes, row after row (Neo4j keeps no list of lists)."""
+    return None if not vectors else to_float32_bytes(np.asarray(vectors, dtype=np.float32).ravel())
+
+
+def _sentence_vectors(data: bytes | None, text: str | None) -> tuple[tuple[float, ...], ...] | None:
+    if data is None or text is None:
+        return None
+    matrix = from_float32_bytes(data).reshape(len(sentences(text)), -1)
+    return tuple(tuple(float(x) for x in row) for row in matrix)
 
 
 def _cosine_from_neo4j_score(score: float) -> float:
@@ -276,7 +292,8 @@ class Neo4jStore:
             self._refuse_used_ids(tx, [f.id for f in change.new_facts], [m.id for m in change.messages])
             self._run(tx, "write_session", **common, **checks_to_props(session.checks), digest=session.digest,
                       messages=[
-                {"id": m.id, "index": m.index, "role": str(m.role), "text": m.text} for m in change.messages
+                {"id": m.id, "index": m.index, "role": str(m.role), "text": m.text,
+                 "sentence_vectors_f32": _sentence_vectors_bytes(m.sentence_embeddings)} for m in change.messages
             ])
             if change.new_facts:
                 self._run(tx, "write_facts", **common, facts=[
@@ -448,8 +465,7 @@ class Neo4jStore:
 
     def import_user(self, export: UserExport) -> None:
         require_importable(export)
-        dimensions = {len(f.embedding) for f in export.facts}
-        self._require_dimension(dimensions.pop() if dimensions else None)
+        self._require_dimension(export.embedding_dimension)
 
         def work(tx: ManagedTransaction) -> None:
             if self._run(tx, "user_exists", user_id=export.user_id)[0]["exists"]:
@@ -459,7 +475,10 @@ class Neo4jStore:
                 tx, "import_user", user_id=export.user_id,
                 sessions=[{"id": s.id, "date": s.date, "digest": s.digest, "recorded_at": s.recorded_at,
                            **checks_to_props(s.checks)} for s in export.sessions],
-                messages=[m.model_dump(mode="python") | {"role": str(m.role)} for m in export.messages],
+                messages=[m.model_dump(mode="python", exclude={"sentence_embeddings"})
+                          | {"role": str(m.role),
+                             "sentence_vectors_f32": _sentence_vectors_bytes(m.sentence_embeddings)}
+                          for m in export.messages],
             )
             self._run(tx, "import_facts", user_id=export.user_id, facts=[
                 f.model_dump() | {"kind": str(f.kind), "status": str(f.status), "embedding": list(f.embedding),
@@ -582,6 +601,41 @@ class Neo4jStore:
         picks, rows = self._read("search similar facts", work)
         facts = {fact.id: fact for fact in self._facts(rows)}
         return [ScoredFact(fact=facts[fact_id], similarity=similarity) for fact_id, similarity in picks]
+
+    def similar_sentences(self, user_id: str, embedding: Sequence[float], k: int) -> list[ScoredSentence]:
+        check_identifier(user_id)
+        check_k(k)
+        query = np.asarray(check_query_embedding(embedding, self.embedding_dimension()), dtype=np.float32)
+        [row] = self._read("search the user's words", lambda tx: self._run(tx, "sentence_vectors", user_id=user_id))
+        turns: dict[str, tuple[dict[str, Any], date]] = {}
+        keys: list[str] = []
+        rows: list[Float32Array] = []
+        for message_id, session_id, index, text, day, vectors in zip(
+                row["ids"], row["session_ids"], row["indexes"], row["texts"], row["days"], row["vectors"], strict=True):
+            matrix = from_float32_bytes(vectors).reshape(len(sentences(text)), -1)
+            turns[message_id] = ({"id": message_id, "session_id": session_id, "index": index, "text": text},
+                                 cast(date, to_day(day)))
+            keys += [sentence_key(message_id, i) for i in range(len(matrix))]
+            rows.append(matrix)
+        if not rows:
+            return []
+        return [scored_sentence(*turns[message_id], position, similarity)
+                for message_id, position, similarity in nearest_sentences(keys, np.concatenate(rows), query, k)]
+
+    def turns_without_sentence_vectors(self, user_id: str) -> list[tuple[str, str]]:
+        rows = self._query("turns_without_sentence_vectors", user_id=check_identifier(user_id))
+        return [(row["id"], row["text"]) for row in rows]
+
+    def add_sentence_vectors(self, user_id: str, turns: Sequence[TurnVectors]) -> int:
+        check_identifier(user_id)
+        if not turns:
+            return 0
+        self._require_dimension(turns_dimension(turns))
+        rows = [{"id": t.message_id, "text": t.text,
+                 "sentence_vectors_f32": _sentence_vectors_bytes(t.sentence_embeddings)} for t in turns]
+        [row] = self._write("add sentence vectors",
+                            lambda tx: self._run(tx, "upgrade_sentence_vectors", user_id=user_id, turns=rows))
+        return int(row["added"])
 
     def _nearest_picks(self, tx: ManagedTransaction, user_id: str, scope: dict[str, Any],
                        vectors: list[list[float]], ks: list[int]) -> list[list[Pick]]:
@@ -742,7 +796,9 @@ class Neo4jStore:
                             digest=row.get("digest"), recorded_at=to_moment_or_none(row.get("recorded_at")))
             for row in session_rows
         ]
-        messages = [ExportedMessage(**m) for row in session_rows for m in row["messages"]]
+        messages = [ExportedMessage(**{name: value for name, value in m.items() if name != "sentence_vectors_f32"},
+                                    sentence_embeddings=_sentence_vectors(m.get("sentence_vectors_f32"), m["text"]))
+                    for row in session_rows for m in row["messages"]]
         facts, confirmations, replacements = [], [], []
         for row in fact_rows:
             f = row["fact"]
