@@ -17,7 +17,8 @@ compared, a read or write for one user that returned or changed another's data w
 The stores are not reset between examples: each example uses fresh user, fact and message ids.
 Runs are derandomised (the same examples every time) so CI is reproducible. To look for new
 counterexamples, run with LASTKNOWN_PROPERTY_SEARCH=1 (fresh random examples) and optionally
-LASTKNOWN_PROPERTY_SCALE=10 (ten times as many examples).
+LASTKNOWN_PROPERTY_SCALE=10 (ten times as many examples). CI runs the short form, LASTKNOWN_PROPERTY_SCALE=0.5 (the
+first half of the same examples: .ci/run); `make test` alone runs the full form (bench/results/property-tests.md).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from lastknown_graph.domain.models import (
     ReplacementLink,
     Retirement,
     ScoredFact,
+    ScoredSentence,
     SessionRecord,
     SessionWrite,
     TimelineEvent,
@@ -71,6 +73,7 @@ from lastknown_graph.domain.models import (
     UndoReport,
     UserExport,
 )
+from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.errors import LastknownError
 from lastknown_graph.store import ANY_STATUS, EmbeddedStore, Neo4jStore, Store
 from tests.builders import DIMENSION, near, vec
@@ -123,12 +126,17 @@ TOUCHES_ANY_FACT_ID = SessionShape(0, 4, touch_current_only=False, actions=ACTIO
 # ---------------------------------------------------------------------------------------------- run settings
 
 _SEARCH = os.environ.get("LASTKNOWN_PROPERTY_SEARCH") == "1"
-_SCALE = int(os.environ.get("LASTKNOWN_PROPERTY_SCALE", "1"))
+_SCALE = float(os.environ.get("LASTKNOWN_PROPERTY_SCALE", "1"))
+
+
+def scaled(examples: int) -> int:
+    """``examples`` times LASTKNOWN_PROPERTY_SCALE, at least one."""
+    return max(1, round(examples * _SCALE))
 
 
 def _settings(max_examples: int) -> settings:
     return settings(
-        max_examples=max_examples * _SCALE,
+        max_examples=scaled(max_examples),
         stateful_step_count=20,
         deadline=None,
         derandomize=not _SEARCH,
@@ -195,11 +203,16 @@ def deleted_and_redacted(report: DeletionReport) -> tuple[frozenset[str], frozen
 
 def comparable(export: UserExport) -> UserExport:
     """Canonical export with embeddings rounded to float32, the precision both stores keep."""
+    def stored(vector: tuple[float, ...]) -> tuple[float, ...]:
+        return tuple(np.asarray(vector, dtype=np.float32).tolist())
+
     canonical = export.canonical()
-    return canonical.model_copy(update={"facts": tuple(
-        f.model_copy(update={"embedding": tuple(np.asarray(f.embedding, dtype=np.float32).tolist())})
-        for f in canonical.facts
-    )})
+    return canonical.model_copy(update={
+        "facts": tuple(f.model_copy(update={"embedding": stored(f.embedding)}) for f in canonical.facts),
+        "messages": tuple(m.model_copy(update={"sentence_embeddings": None if m.sentence_embeddings is None else
+                                               tuple(stored(v) for v in m.sentence_embeddings)})
+                          for m in canonical.messages),
+    })
 
 
 def renamed(export: UserExport, user_id: str, new_ids: dict[str, str]) -> UserExport:
@@ -278,6 +291,21 @@ def assert_same_neighbours(actual: list[ScoredFact], expected: list[ScoredFact],
     assert scores == pytest.approx([s.similarity for s in expected], abs=SIMILARITY_TOLERANCE)
 
 
+def assert_same_sentences(actual: list[ScoredSentence], expected: list[ScoredSentence],
+                          every: list[ScoredSentence]) -> None:
+    """As ``assert_same_neighbours``, for the user's sentences: (nearly) equal scores may swap at the cut."""
+    assert len(actual) == len(expected)
+    scores = [s.similarity for s in actual]
+    assert scores == sorted(scores, reverse=True), "not best first"
+    by_key = {(s.message_id, s.sentence_index): s for s in every}
+    for found in actual:
+        model = by_key.get((found.message_id, found.sentence_index))
+        assert model is not None, f"{found.message_id} is not a turn of this user that keeps sentence vectors"
+        assert found.model_copy(update={"similarity": 0.0}) == model.model_copy(update={"similarity": 0.0})
+        assert found.similarity == pytest.approx(model.similarity, abs=SIMILARITY_TOLERANCE)
+    assert scores == pytest.approx([s.similarity for s in expected], abs=SIMILARITY_TOLERANCE)
+
+
 # ---------------------------------------------------------------------------------------------- the machine
 
 
@@ -337,7 +365,10 @@ class StoreAgainstReference(RuleBasedStateMachine):
 
         def say(text: str) -> str:
             message_id = self.fresh_id("m")
-            messages.append(MessageRecord(id=message_id, index=len(messages), text=text))
+            # Some turns keep a vector per sentence (a write since sentence vectors), some none (one before them).
+            vectors = (tuple(data.draw(embeddings(), label="sentence vector") for _ in sentences(text))
+                       if data.draw(st.booleans(), label="sentence vectors") else None)
+            messages.append(MessageRecord(id=message_id, index=len(messages), text=text, sentence_embeddings=vectors))
             return message_id
 
         new_facts: list[NewFact] = []
@@ -575,6 +606,9 @@ class StoreAgainstReference(RuleBasedStateMachine):
             )
 
         k = data.draw(st.integers(1, 6), label="k")
+        assert_same_sentences(self.store.similar_sentences(user, query, k),
+                              self.reference.similar_sentences(user, query, k),
+                              self.reference.similar_sentences(user, query, 10**6))
         wanted = data.draw(statuses(), label="statuses")
         assert_same_neighbours(
             self.store.similar_facts(user, query, k, wanted),

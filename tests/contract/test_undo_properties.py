@@ -40,7 +40,6 @@ from lastknown_graph.errors import UnknownUserError
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 from tests.builders import DIMENSION
 from tests.contract.test_store_properties import (
-    _SCALE,
     _SEARCH,
     ACTIONS,
     FIRST_DAY,
@@ -50,6 +49,7 @@ from tests.contract.test_store_properties import (
     TOPICS,
     comparable,
     embedding,
+    scaled,
 )
 from tests.reference_store import ReferenceStore
 
@@ -60,7 +60,7 @@ NEO4J_EXAMPLES = 60
 
 
 def _settings(max_examples: int) -> settings:
-    return settings(max_examples=max_examples * _SCALE, deadline=None, derandomize=not _SEARCH, database=None,
+    return settings(max_examples=scaled(max_examples), deadline=None, derandomize=not _SEARCH, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
