@@ -27,6 +27,7 @@ from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, SessionConflictError, StaleStateError, UnknownUserError
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
+from lastknown_graph.pipeline.answer_checks import answer_or_unknown
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
 from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.pipeline.naive_rag import DEFAULT_K, closest, user_sentences
@@ -343,8 +344,10 @@ class Memory(MemoryReader):
                         render_sentences(said, ended_notes(self.store, self.user, history,
                                                            {s.message_id for s in said}))]
             context = "\n\n".join([self.context_of(history), *(section for section in sections if section)])
-            text = tracing.traced(self.llm).text(answer_messages(context, notes, question), purpose="answer",
-                                                 meter=meter, max_tokens=max_tokens)
+            written = tracing.traced(self.llm).text(answer_messages(context, notes, question), purpose="answer",
+                                                    meter=meter, max_tokens=max_tokens)
+            text = answer_or_unknown(written, context)  # the model proposes, the code decides: a copy is no answer
+            current.set_attribute(tracing.ANSWER_COPIED_CONTEXT, text != written)
             answer = Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))
             current.set_attributes(tracing.answer_attributes(answer, history_entries=len(history),
                                                              quoted_turns=len(quotes)))

@@ -52,6 +52,7 @@ SESSION = "lastknown.session.pseudonym"
 ATTEMPT = "lastknown.plan.attempt"
 STORE_KIND = "lastknown.store.kind"
 STORE_OUTCOME = "lastknown.store.outcome"  # committed | already_written | stale
+ANSWER_COPIED_CONTEXT = "lastknown.ask.copied_context"  # the model wrote out its context: answered "I don't know"
 PURPOSE = "lastknown.llm.purpose"  # extraction, value_change, dependants, ended, premise, answer, ...
 CALL_KIND = "lastknown.llm.call"  # structured | yes_probability | yes_probabilities | text
 COMPLETIONS = "lastknown.llm.completions"  # answered requests in one call: retries and capability probes included
