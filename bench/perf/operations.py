@@ -28,6 +28,7 @@ import numpy.typing as npt
 from bench.perf.instruments import LookupEmbedder, TimedLLM, TimedStore
 from bench.perf.synthetic import TOPIC_INDEX, TOPICS, SyntheticSpace, UserScript, fact_text, one_valued
 from lastknown_graph.domain.models import FactKind, FactStatus, UserExport
+from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.memory import Memory
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import Store
@@ -165,8 +166,13 @@ class Harness:
             for i, (text, topic) in enumerate(zip(texts, topics, strict=True))
         ]
         self.server.add(Rule(purpose="extraction", contains=tag, times=1, reply=Reply.json({"facts": facts})))
-        return [f"{tag} so, " + " ".join(t.lower() + "." for t in texts[:5]),
-                "and " + " ".join(t.lower() + "." for t in texts[5:])]
+        messages = [f"{tag} so, " + " ".join(t.lower() + "." for t in texts[:5]),
+                    "and " + " ".join(t.lower() + "." for t in texts[5:])]
+        # A write stores a vector per sentence of each message: each sentence says one fact, and gets its vector.
+        for message, said in ((messages[0], vectors[:5]), (messages[1], vectors[5:])):
+            for sentence, vector in zip(sentences(message), said, strict=True):
+                self.embedder.register(sentence, vector.tolist())
+        return messages
 
 
 def _clock(call: Callable[[], Any]) -> tuple[float, Any]:

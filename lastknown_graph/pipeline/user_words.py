@@ -9,7 +9,8 @@ came from carry those details, with the day they were said.
 A fact the extraction never wrote has no turn behind it, and a question about it found nothing (a naive RAG over the
 user's sentences answered it). So the sentences closest to the message are found by their own vectors, stored with
 each turn at write time, and listed with their days; where a sentence's turn is behind a fact that is no longer true,
-a note beside it says what replaced it, so an old statement is not taken for the current one.
+a note beside it says what replaced it (or that a passing moment held only then), so an old statement is not taken
+for the current one.
 """
 
 from __future__ import annotations
@@ -84,17 +85,21 @@ def closest_sentences(
 
 def ended_notes(store: Store, user_id: str, history: Sequence[HistoryEntry],
                 message_ids: Collection[str]) -> dict[str, list[str]]:
-    """For each of ``message_ids`` behind a fact that is no longer true: what it said then and what holds since."""
-    ended = {e.fact.id: e for e in history if e.fact.status is FactStatus.RETIRED}
+    """For each of ``message_ids`` behind a fact that is no longer true: what it said then and what holds since (a
+    passing moment: that it held only then)."""
+    ended = {e.fact.id: e for e in history if e.fact.status in (FactStatus.RETIRED, FactStatus.EXPIRED)}
     if not ended or not message_ids:
         return {}
     notes: dict[str, list[str]] = {}
     for source in store.source_messages(user_id, ended):
         if source.message_id in message_ids:
             entry = ended[source.fact_id]
-            since = "; ".join(f"since {link.at.isoformat()}: {link.fact_text}" for link in entry.replaced_by)
-            notes.setdefault(source.message_id, []).append(
-                f"'{entry.fact.text}' is no longer true" + (f" ({since})" if since else ""))
+            if entry.fact.status is FactStatus.EXPIRED:
+                note = f"'{entry.fact.text}' held only at that moment"
+            else:
+                since = "; ".join(f"since {link.at.isoformat()}: {link.fact_text}" for link in entry.replaced_by)
+                note = f"'{entry.fact.text}' is no longer true" + (f" ({since})" if since else "")
+            notes.setdefault(source.message_id, []).append(note)
     return notes
 
 

@@ -900,7 +900,7 @@ class EmbeddedStore:
         check_identifier(user_id)
         with self._locked(exclusive=False):
             return sorted((m["id"], m["text"]) for m in self._user_messages(self._graph, user_id)
-                          if not m["redacted"] and m.get(SENTENCE_VECTORS) is None)
+                          if not m["redacted"] and m["text"] is not None and m.get(SENTENCE_VECTORS) is None)
 
     def add_sentence_vectors(self, user_id: str, turns: Sequence[TurnVectors]) -> int:
         check_identifier(user_id)

@@ -245,6 +245,7 @@ def test_one_ask_is_one_span_tree_with_the_premise_guard(spans: Any, memory: Mem
         "lastknown.ask.premise_notes": 1,
         "lastknown.ask.history_entries": 2,
         "lastknown.ask.quoted_turns": 1,
+        "lastknown.ask.copied_context": False,
         "lastknown.usage.calls": 1 + len(asked),
         "lastknown.usage.input_tokens": answer.usage.total.prompt_tokens,
         "lastknown.usage.output_tokens": answer.usage.total.completion_tokens,
