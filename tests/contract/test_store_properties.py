@@ -17,8 +17,7 @@ compared, a read or write for one user that returned or changed another's data w
 The stores are not reset between examples: each example uses fresh user, fact and message ids.
 Runs are derandomised (the same examples every time) so CI is reproducible. To look for new
 counterexamples, run with LASTKNOWN_PROPERTY_SEARCH=1 (fresh random examples) and optionally
-LASTKNOWN_PROPERTY_SCALE=10 (ten times as many examples). CI runs the short form, LASTKNOWN_PROPERTY_SCALE=0.5 (the
-first half of the same examples: .ci/run); `make test` alone runs the full form (bench/results/property-tests.md).
+LASTKNOWN_PROPERTY_SCALE=10 (ten times as many examples; 0.5 for half).
 """
 
 from __future__ import annotations
