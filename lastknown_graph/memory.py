@@ -30,7 +30,7 @@ from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.answer_checks import answer_or_unknown
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
 from lastknown_graph.pipeline.judgment import ConflictSettings
-from lastknown_graph.pipeline.naive_rag import DEFAULT_K, closest, user_sentences
+from lastknown_graph.pipeline.naive_rag import DEFAULT_K, closest, user_sentences_with_vectors
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.user_words import (
     UserWordsSettings,
@@ -366,10 +366,15 @@ class Memory(MemoryReader):
         memory_seconds = time.perf_counter() - started
         started = time.perf_counter()
         try:
-            said = user_sentences(self.store.export_user(self.user))
+            stored = user_sentences_with_vectors(self.store.export_user(self.user))
         except UnknownUserError:
-            said = []  # nothing written yet: naive RAG answers from nothing, as the memory does
-        vectors = self.embedder.embed([s.text for s in said]) if said else []
+            stored = []  # nothing written yet: naive RAG answers from nothing, as the memory does
+        said = [sentence for sentence, _ in stored]
+        # Sentences stored with their vector are not embedded again; turns written before vectors are.
+        missing = [i for i, (_, vector) in enumerate(stored) if vector is None]
+        embedded = self.embedder.embed([said[i].text for i in missing]) if missing else []
+        computed = dict(zip(missing, embedded, strict=True))
+        vectors = [vector if vector is not None else computed[i] for i, (_, vector) in enumerate(stored)]
         [query] = self.embedder.embed([question])
         lines = [said[i].line() for i in closest(vectors, query, k)]
         meter = UsageMeter()

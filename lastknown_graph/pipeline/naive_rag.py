@@ -27,10 +27,21 @@ class DatedSentence:
 
 def user_sentences(export: UserExport) -> list[DatedSentence]:
     """The user's sentences in the order they were said (by session date, then turn)."""
+    return [sentence for sentence, _ in user_sentences_with_vectors(export)]
+
+
+def user_sentences_with_vectors(export: UserExport) -> list[tuple[DatedSentence, tuple[float, ...] | None]]:
+    """``user_sentences``, each with the vector its turn was stored with (None for a turn written before them)."""
     days = {session.id: session.date for session in export.sessions}
     turns = sorted((m for m in export.messages if m.role is Role.USER and m.text and not m.redacted),
                    key=lambda m: (days[m.session_id], m.session_id, m.index))
-    return [DatedSentence(days[m.session_id], sentence) for m in turns for sentence in sentences(m.text or "")]
+    found: list[tuple[DatedSentence, tuple[float, ...] | None]] = []
+    for turn in turns:
+        parts = sentences(turn.text or "")
+        stored = turn.sentence_embeddings or [None] * len(parts)
+        found += [(DatedSentence(days[turn.session_id], part), vector) for part, vector in zip(parts, stored,
+                                                                                                strict=True)]
+    return found
 
 
 def closest(vectors: Sequence[Sequence[float]], query: Sequence[float], k: int) -> list[int]:

@@ -4,13 +4,17 @@ tests check what each side is given and reports, never how well a model answers.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
+from datetime import date
+
 import pytest
 
 from lastknown_graph import InvalidInputError, Memory, Store
 from lastknown_graph.pipeline.naive_rag import closest
 from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
-from tests.builders import DIMENSION
+from tests.builders import DIMENSION, SessionBuilder
 
 
 def respond(call: ModelCall) -> object:
@@ -86,3 +90,30 @@ def test_a_user_with_no_memory_yet_gets_both_answers_from_nothing(store: Store) 
     assert (comparison.memory.answer.text, comparison.naive_rag.answer.text) == ("memory answer", "naive answer")
     assert comparison.sentences_searched == 0
     assert comparison.naive_rag.answer.context.splitlines() == [RETRIEVED_HEADING]
+
+
+class CountingEmbedder(HashedEmbedder):
+    """The scripted word-hash embedder, counting the texts it embeds."""
+
+    def __init__(self, dimension: int) -> None:
+        super().__init__(dimension)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += list(texts)
+        return super().embed(texts)
+
+
+def test_sentences_stored_with_their_vectors_are_not_embedded_again(store: Store) -> None:
+    embedder = CountingEmbedder(DIMENSION)
+    memory = Memory(ScriptedModel(respond), embedder, f"compare-stored-{uuid.uuid4().hex[:8]}", store)
+    memory.write(["I'm allergic to hazelnuts. The rash comes within minutes."], date="2024-02-01", session="s1")
+    older = SessionBuilder(memory.user, "s0", date(2023, 12, 1))
+    older.say("Written before sentence vectors.")  # a turn stored by a version before them: embedded on the fly
+    store.apply(older.build())
+    embedder.texts.clear()
+    comparison = memory.compare("Which nuts should I avoid?", k=2)
+    assert comparison.sentences_searched == 3
+    assert "Written before sentence vectors." in embedder.texts
+    assert "The rash comes within minutes." not in embedder.texts  # stored with its vector at write time
+    assert comparison.naive_rag.answer.context.splitlines()[1] == "[2024-02-01] I'm allergic to hazelnuts."
