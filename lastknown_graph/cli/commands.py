@@ -258,7 +258,7 @@ def run_dream(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
     reader = rt.reader(user)
     plan = reader.dream_plan()
-    named = {i for d in plan.decisions for i in (*d.proposal.fact_ids, d.proposal.keep_fact_id) if i is not None}
+    named = plan.fact_ids()
     texts = {fact.id: fact.text for fact in reader.current() if fact.id in named}  # a plan names current facts only
     emit(rt.options, plan.model_dump(mode="json") | {"texts": texts}, dream_plan_text(plan, texts))
     return EXIT_OK

@@ -51,3 +51,8 @@ class DreamPlan(Frozen):
 
     def with_verdict(self, verdict: DreamVerdict) -> list[DreamDecision]:
         return [d for d in self.decisions if d.verdict is verdict]
+
+    def fact_ids(self) -> set[NodeId]:
+        """Every fact a proposal names: what it changes and what it keeps."""
+        return {fact_id for d in self.decisions for fact_id in (*d.proposal.fact_ids, d.proposal.keep_fact_id)
+                if fact_id is not None}

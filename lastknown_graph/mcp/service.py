@@ -242,7 +242,7 @@ class MemoryService:
         who = self.users.user_for(user)
         reader = self._reader(who)
         plan = reader.dream_plan()
-        named = {i for d in plan.decisions for i in (*d.proposal.fact_ids, d.proposal.keep_fact_id) if i is not None}
+        named = plan.fact_ids()
         return DreamPlanResult(user=who, plan=plan,
                                texts={f.id: f.text for f in reader.current() if f.id in named})
 
