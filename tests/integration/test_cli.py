@@ -150,6 +150,12 @@ def alice(model_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -
     return path, user
 
 
+def schema_ready(store: EmbeddedStore) -> EmbeddedStore:
+    """An embedded store set up for the bundled model's vectors, to write a memory into directly."""
+    store.ensure_schema(DIMENSION)
+    return store
+
+
 def copy_of(store: tuple[Path, str], tmp_path: Path) -> tuple[str, str]:
     """A private copy of a store's files (the snapshot and its journal), for tests that delete."""
     path, user = store
@@ -849,8 +855,7 @@ def test_upgrade_gives_turns_written_before_sentence_vectors_their_vectors(
     model_env: dict[str, str], tmp_path: Path
 ) -> None:
     path, user = tmp_path / "older.json", new_user("words")
-    store = EmbeddedStore(path)
-    store.ensure_schema(DIMENSION)
+    store = schema_ready(EmbeddedStore(path))
     older = SessionBuilder(user, "s-1", date(2024, 3, 1))
     older.say("The parrot screams at dawn. I am allergic to peanuts.")  # stored as a version before vectors did
     store.apply(older.build())
@@ -903,8 +908,7 @@ def test_dream_dry_run_lists_each_proposal_and_its_decision_and_changes_nothing(
     no_model_env: dict[str, str], tmp_path: Path
 ) -> None:
     path, user = tmp_path / "legacy.json", new_user("dream")
-    store = EmbeddedStore(path)
-    store.ensure_schema(DIMENSION)
+    store = schema_ready(EmbeddedStore(path))
     first = SessionBuilder(user, "s-1", date(2023, 1, 5))
     first.fact("Lives in Lyon", "location", vec(1))  # a topic written before the attributes
     first.fact("Is on the train right now", "current_activity", vec(3), kind=FactKind.MOMENT)
