@@ -317,8 +317,13 @@ class _Planner:
         neighbours = [f for f in self.current if f.kind is FactKind.STATE and f.id not in self.touched
                       and not self.attribute_of(f).one_valued and self.attribute_of(f) is not attribute
                       and content_words(f.text) & named]
-        listed = [f for f in [*neighbours, *self.on_attribute(attribute)] if f.valid_from <= self.day
-                  and not self.was_rejected(f, new.text)]
+        own = self.on_attribute(attribute)
+        if attribute.name == OTHER:
+            # The catch-all says nothing of what its facts are about: only those that name what ended can have
+            # ended ("Work's been hectic", flagged ended, listed every "other" fact of a user and the model named
+            # travel memories: bench/results/judgment-labelled-qwen2.5-coder-1.5b.md).
+            own = [f for f in own if content_words(f.text) & named]
+        listed = [f for f in [*neighbours, *own] if f.valid_from <= self.day and not self.was_rejected(f, new.text)]
         if listed:
             verdicts = self._which_ended(ended_news(new.text), listed, words, "ended")
             self._apply_verdicts(new, listed, verdicts, Stage.ENDED)

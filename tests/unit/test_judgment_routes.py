@@ -399,6 +399,24 @@ def test_an_ending_filed_under_a_neighbouring_attribute_also_lists_the_facts_tha
     assert [(r.old_text, r.stage) for r in report.retired] == [("Owns a red van", Stage.ENDED)]
 
 
+def test_an_ending_under_the_catch_all_lists_only_the_facts_that_name_what_ended(
+    script: Script, model: ScriptedModel, memory: Memory
+) -> None:
+    script.extractions["Iceland"] = [state("Has been to Iceland twice", "other", evidence=0),
+                                   state("Sang in a barbershop quartet at college", "other", evidence=1)]
+    memory.write(["I've been to Iceland twice.", "In college I sang in a barbershop quartet."], date="2024-01-10",
+                 session="s1")
+    script.extractions["hectic"] = [state("The quarter has been hectic", "other", ended=True)]
+    script.ends = {"Has been to Iceland twice", "Sang in a barbershop quartet at college"}
+    memory.write(["The quarter has been hectic."], date="2024-06-01", session="s2")
+    assert model.calls_for("ended") == []  # names nothing the user holds: nothing asked, nothing ended
+    script.extractions["quartet"] = [state("No longer sings in the quartet", "other", ended=True)]
+    report = memory.write(["I no longer sing in the quartet."], date="2024-07-01", session="s3")
+    [asked] = model.calls_for("ended")
+    assert listed_texts(asked) == ["Sang in a barbershop quartet at college"]
+    assert [r.old_text for r in report.retired] == ["Sang in a barbershop quartet at college"]
+
+
 def test_an_ending_lists_no_neighbour_that_only_shares_a_verb(
     script: Script, model: ScriptedModel, memory: Memory
 ) -> None:
