@@ -23,7 +23,9 @@ Routes, in the order they are tried (``Route``):
    for an implied fact waits in the review queue.
 6. ``ended``: a many-valued attribute and a fact saying something is over ("No longer owns a boat", flagged by the
    extraction or in words that leave no doubt: ``value_rules.says_over``): one call lists the attribute's current
-   facts and asks which it ends (``prompts/no_longer_true.py``).
+   facts, and other attributes' facts that name what ended, and asks which it ends (``prompts/no_longer_true.py``).
+   Under the catch-all ``other`` only the facts naming what ended are listed: it says nothing of what its facts are
+   about, and a flag where nothing ended once sent every one of them to the call.
 7. ``kept``: a many-valued attribute otherwise: a new hobby ends nothing.
 After a ``replaced`` or ``judged`` change, the facts of the attribute's family and dependants (a commute after a
 move) are listed in one call, once per write, and only then (``dependent``).
