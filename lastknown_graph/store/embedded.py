@@ -864,42 +864,35 @@ class EmbeddedStore:
         check_k(k)
         with self._locked(exclusive=False):
             query = np.asarray(check_query_embedding(embedding, self._dimension), dtype=np.float32)
-            graph = self._graph
-            user_key = _user_key(user_id)
-            if user_key not in graph:
-                return []
             turns: dict[str, tuple[dict[str, Any], date]] = {}
             ids: list[str] = []
             rows: list[Float32Array] = []
-            for _, session_key, edge in graph.out_edges(user_key, keys=True):
-                if edge != "HAD":
+            for message, day in self._user_messages(self._graph, user_id):
+                vectors = message.get(SENTENCE_VECTORS)
+                if message["redacted"] or vectors is None:
                     continue
-                day = graph.nodes[session_key]["date"]
-                for _, message_key, edge2 in graph.out_edges(session_key, keys=True):
-                    message = graph.nodes[message_key]
-                    vectors = message.get(SENTENCE_VECTORS)
-                    if edge2 != "CONTAINS" or message["redacted"] or vectors is None:
-                        continue
-                    turns[message["id"]] = (message, day)
-                    ids += [sentence_key(message["id"], i) for i in range(len(vectors))]
-                    rows.append(vectors)
+                turns[message["id"]] = (message, day)
+                ids += [sentence_key(message["id"], i) for i in range(len(vectors))]
+                rows.append(vectors)
             if not rows:
                 return []
             return [scored_sentence(*turns[message_id], position, similarity)
                     for message_id, position, similarity in nearest_sentences(ids, np.concatenate(rows), query, k)]
 
-    def _user_messages(self, graph: nx.MultiDiGraph, user_id: str) -> list[dict[str, Any]]:
+    @staticmethod
+    def _user_messages(graph: nx.MultiDiGraph, user_id: str) -> list[tuple[dict[str, Any], date]]:
+        """Every message node of the user's sessions, with its session's day."""
         user_key = _user_key(user_id)
         if user_key not in graph:
             return []
-        return [graph.nodes[message_key]
+        return [(graph.nodes[message_key], graph.nodes[session_key]["date"])
                 for _, session_key, edge in graph.out_edges(user_key, keys=True) if edge == "HAD"
                 for _, message_key, edge2 in graph.out_edges(session_key, keys=True) if edge2 == "CONTAINS"]
 
     def turns_without_sentence_vectors(self, user_id: str) -> list[tuple[str, str]]:
         check_identifier(user_id)
         with self._locked(exclusive=False):
-            return sorted((m["id"], m["text"]) for m in self._user_messages(self._graph, user_id)
+            return sorted((m["id"], m["text"]) for m, _ in self._user_messages(self._graph, user_id)
                           if not m["redacted"] and m["text"] is not None and m.get(SENTENCE_VECTORS) is None)
 
     def add_sentence_vectors(self, user_id: str, turns: Sequence[TurnVectors]) -> int:
@@ -908,7 +901,7 @@ class EmbeddedStore:
         wanted = {turn.message_id: turn for turn in turns}
         added = 0
         with self._appending() as changes:
-            for message in self._user_messages(changes.graph, user_id):
+            for message, _ in self._user_messages(changes.graph, user_id):
                 turn = wanted.get(message["id"])
                 if (turn is None or message["redacted"] or message.get(SENTENCE_VECTORS) is not None
                         or message["text"] != turn.text):
