@@ -30,6 +30,7 @@ from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.answer_checks import answer_or_unknown
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
 from lastknown_graph.pipeline.judgment import ConflictSettings
+from lastknown_graph.pipeline.label_check import AttributeLabels
 from lastknown_graph.pipeline.naive_rag import DEFAULT_K, closest, user_sentences_with_vectors
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
 from lastknown_graph.pipeline.user_words import (
@@ -148,6 +149,7 @@ class Memory(MemoryReader):
         self.premise_settings = premise_settings or PremiseSettings()
         self.user_words_settings = user_words_settings or UserWordsSettings()
         self._schema_ready = False
+        self._labels = AttributeLabels(self.attributes, embedder)  # the descriptions' vectors, made on first use
         self.max_conversation_chars = max_conversation_chars
 
     def _ensure_schema(self) -> None:
@@ -223,7 +225,7 @@ class Memory(MemoryReader):
             with tracing.span(tracing.PLAN, {tracing.ATTEMPT: attempt}) as plan_span:
                 plan = plan_write(
                     llm=llm, embedder=self.embedder, store=self.store, settings=self.conflict_settings,
-                    priors=self.priors, attributes=self.attributes, meter=meter, user_id=self.user,
+                    priors=self.priors, attributes=self.attributes, labels=self._labels, meter=meter, user_id=self.user,
                     session_id=session_id, day=day, user_messages=turns, memo=memo,
                 )
                 plan_span.set_attributes(tracing.route_attributes(plan.routes))

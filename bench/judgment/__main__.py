@@ -43,6 +43,7 @@ from lastknown_graph import LLM
 from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.embedders import Embedder, LocalEmbedder
 from lastknown_graph.llm import ChatModel
+from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.testing import HashedEmbedder
 
 PROG = "python -m bench.judgment"
@@ -113,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     answers = out.with_suffix(".jsonl")
     kept = {} if args.fresh else load_outcomes(answers)
     setup = Setup(background=mature_export(USER_ID, args.facts, embedder.embed), embedder=embedder, table=table,
-                  foreground_day=labelled.foreground_day, model_for=model_source(args))
+                  foreground_day=labelled.foreground_day, model_for=model_source(args),
+                  conflict_settings=ConflictSettings(label_within=ConflictSettings().label_within
+                                                     if args.embedder == "local" else 0))
     pairs: list[tuple[data.Conversation, Outcome]] = []
     for number, conversation in enumerate(conversations, start=1):
         key = outcome_key(run_key, conversation)

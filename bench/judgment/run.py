@@ -13,7 +13,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from lastknown_graph.domain.models import FactStatus, UserExport
 from lastknown_graph.domain.reports import WriteReport
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.llm import ChatModel, LLMOutputError
+from lastknown_graph.pipeline.judgment import ConflictSettings
 
 LIBRARY = Path(__file__).resolve().parents[2] / "lastknown_graph"
 
@@ -40,6 +41,8 @@ class Setup:
     table: AttributeTable
     foreground_day: date
     model_for: Callable[[Conversation], ChatModel]  # one model for all (a server) or one per conversation (scripted)
+    # The memory's; hashed vectors know no meaning, so a run with them takes every label as given (label_within=0).
+    conflict_settings: ConflictSettings = field(default_factory=ConflictSettings)
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ def write_conversation(setup: Setup, conversation: Conversation, key: str) -> Ou
     foreground_ids = {foreground_fact_id(i): fact.text for i, fact in enumerate(conversation.foreground)}
     background_before = {f.id: f.text for f in store.current_facts(USER_ID) if f.id not in foreground_ids}
     memory = Memory(setup.model_for(conversation), setup.embedder, user=USER_ID, store=store,
-                    attributes=setup.table)
+                    attributes=setup.table, conflict_settings=setup.conflict_settings)
     started = time.perf_counter()
     report: WriteReport | None = None
     error = ""

@@ -40,6 +40,7 @@ from lastknown_graph.config import load_settings
 from lastknown_graph.embedders import APIEmbedder, Embedder, LocalEmbedder
 from lastknown_graph.llm import LLM
 from lastknown_graph.memory import ANSWER_MAX_TOKENS
+from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import Neo4jStore, Store
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
@@ -118,6 +119,10 @@ def parser() -> argparse.ArgumentParser:
     go.add_argument("--history-max-chars", type=int, default=60_000,
                     help="full-history keeps the newest user turns that fit (about 15k tokens by default)")
     go.add_argument("--rag-k", type=int, default=10, help="sentences naive-rag retrieves per question")
+    go.add_argument("--label-within", type=int, default=None, metavar="N",
+                    help=f"memory: ConflictSettings.label_within (default {ConflictSettings().label_within}, the "
+                         "library's; 0 under --scripted, whose hashed vectors know no meaning; 0 takes every "
+                         "one-valued label the extraction gives as given)")
     go.add_argument("--premise-checks", choices=("per_fact", "listed", "one_call", "similarity"),
                     default=PremiseSettings().checks,
                     help=f"memory: PremiseSettings.checks (default {PremiseSettings().checks}, the library's; "
@@ -295,6 +300,7 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         resources = Resources(llm=llm, embedder=embedder, neo4j=neo4j, history_max_chars=args.history_max_chars,
                               rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens,
                               premise_settings=PremiseSettings(checks=args.premise_checks),
+                              conflict_settings=_conflict_settings(args.label_within, scripted=behaviour is not None),
                               peers=peer_config,
                               mature=MatureUser(args.mature_user, embedder) if args.mature_user else None)
         try:
@@ -319,6 +325,16 @@ def command_report(args: argparse.Namespace, argv: Sequence[str]) -> int:
     summary_path.write_text(json.dumps(summary_json(args.out), indent=1) + "\n", encoding="utf-8")
     print(f"wrote {path} and {summary_path}")
     return 0
+
+
+def _conflict_settings(label_within: int | None, *, scripted: bool) -> ConflictSettings:
+    """The memory's: the library's default, but hashed vectors know no meaning, so a scripted run takes every label as
+    given unless ``--label-within`` says otherwise."""
+    if label_within is None:
+        return ConflictSettings(label_within=0) if scripted else ConflictSettings()
+    if label_within < 0:
+        raise SystemExit("--label-within must be 0 or more")
+    return ConflictSettings(label_within=label_within)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -82,6 +82,7 @@ from lastknown_graph.pipeline.judgment import (
     same_value,
     which_no_longer_true,
 )
+from lastknown_graph.pipeline.label_check import AttributeLabels
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.pipeline.user_words import SentenceVectors, embed_sentences
 from lastknown_graph.pipeline.value_rules import content_words, resumes, says_over, what_ended
@@ -239,6 +240,7 @@ class _Planner:
     settings: ConflictSettings
     priors: VolatilityPriors
     attributes: AttributeTable
+    labels: AttributeLabels
     meter: UsageMeter
     memo: PlanningMemo
     user_id: str
@@ -273,6 +275,11 @@ class _Planner:
     # ------------------------------------------------------------------ one new fact
 
     def plan_fact(self, fact: ExtractedFact, attribute: Attribute, evidence: list[int], embedding: list[float]) -> None:
+        if attribute.one_valued and not attribute.moment and not self.labels.supports(
+                attribute, embedding, self.settings.label_within, [f.text for f in self.on_attribute(attribute)]):
+            # An activity filed as a job would replace the job without a question: kept where it replaces nothing.
+            attribute = self.attributes.resolve(OTHER)
+            self.routes.append(Route.REFILED)
         kind = FactKind.MOMENT if attribute.moment else FactKind(fact.kind)
         words = [self.user_messages[i] for i in evidence]
         source_ids = tuple(self.messages[i].id for i in evidence)
@@ -495,6 +502,7 @@ def plan_write(
     settings: ConflictSettings,
     priors: VolatilityPriors,
     attributes: AttributeTable,
+    labels: AttributeLabels,
     meter: UsageMeter,
     user_id: str,
     session_id: str,
@@ -533,7 +541,8 @@ def plan_write(
             candidates_span.set_attribute("lastknown.candidates.current_facts", len(current))
     allowance = max(settings.max_retirements_per_session, math.floor(settings.max_retired_share * len(current)))
     planner = _Planner(
-        llm=llm, settings=settings, priors=priors, attributes=attributes, meter=meter, memo=memo, user_id=user_id,
+        llm=llm, settings=settings, priors=priors, attributes=attributes, labels=labels, meter=meter, memo=memo,
+        user_id=user_id,
         session_id=session_id, day=day, user_messages=user_messages, messages=messages,
         recorded_at=datetime.now(UTC), decisions=decisions, current=current, retirement_allowance=allowance,
         rejected=rejected,

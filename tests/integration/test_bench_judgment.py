@@ -21,6 +21,7 @@ from lastknown_graph import EmbeddedStore
 from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.domain.models import FactStatus
 from lastknown_graph.llm import LLMOutputError
+from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel, failing
 
 SUMMARY_KEYS = {"model", "conversations", "mature_collateral_per_conversation", "labelled_stated_retired",
@@ -140,6 +141,7 @@ def test_a_write_that_reaches_across_attributes_is_graded_from_the_store(labelle
 
     table, embedder = AttributeTable(), HashedEmbedder()
     setup = Setup(background=mature_export(USER_ID, 100, embedder.embed), embedder=embedder, table=table,
+                  conflict_settings=ConflictSettings(label_within=0),  # hashed vectors: labels as given
                   foreground_day=labelled.foreground_day, model_for=lambda _c: ScriptedModel(wrong))
     train = conversation(labelled, "moment-train")
     current_jobs = [f.text for f in setup.background.facts

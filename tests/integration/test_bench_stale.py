@@ -513,7 +513,9 @@ def test_mature_run_counts_the_background_facts_the_writes_retired(tmp_path: Pat
     with ScriptedLLMServer([confused, *scripted_rules(SCENARIOS, "oracle")],
                            embedding_dimension=EMBEDDING_DIMENSION) as server:
         out = tmp_path / "mature"
-        mature = ("--limit", "1", "--system", "memory", "--judge", "none", "--mature-user", "100")
+        # The scripted server's vectors are hashed words: every label as given (--label-within 0).
+        mature = ("--limit", "1", "--system", "memory", "--judge", "none", "--mature-user", "100",
+                  "--label-within", "0")
         assert main(external(server, out, *mature)) == 0
         [result] = results(out, "memory").values()
         assert result.status == "ok" and result.background is not None

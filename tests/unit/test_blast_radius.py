@@ -54,8 +54,10 @@ def memory_after_first_session(
     **settings: object
 ) -> Memory:
     model = ScriptedModel(Script(first, second, same_attribute_only=same_attribute_only))
+    # The hashed embedder knows no meaning: the label check (tested with the real embedder in
+    # tests/integration/test_label_check.py) would refile at random, so every scripted label is taken as given.
     memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None),
-                    conflict_settings=ConflictSettings(**settings))  # type: ignore[arg-type]
+                    conflict_settings=ConflictSettings(**{"label_within": 0, **settings}))  # type: ignore[arg-type]
     memory.write(["The first session: Lyon, baker, I cycle to work, cats, vegetarian, oboe, choir, van, married, law, "
                   "calm, Lille, two friends, a quiet street."], date="2024-01-10", session="s1")
     assert len(memory.current()) == len(first)

@@ -14,7 +14,7 @@ import lastknown_graph.memory as memory_module
 from lastknown_graph import EmbeddedStore, LLMUnavailableError, Memory
 from lastknown_graph.domain.models import FactKind, ReviewReason
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.pipeline.judgment import MAX_LISTED, Route
+from lastknown_graph.pipeline.judgment import MAX_LISTED, ConflictSettings, Route
 from lastknown_graph.pipeline.write import WritePlan, plan_write
 from lastknown_graph.prompts.extraction import EXAMPLE_ANSWER
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
@@ -78,7 +78,10 @@ def model(script: Script) -> ScriptedModel:
 
 @pytest.fixture
 def memory(model: ScriptedModel) -> Memory:
-    return Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None))
+    # The hashed embedder knows no meaning: the label check (tested with the real embedder in
+    # tests/integration/test_label_check.py) would refile at random, so every scripted label is taken as given.
+    return Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None),
+                  conflict_settings=ConflictSettings(label_within=0))
 
 
 @pytest.fixture

@@ -1,0 +1,70 @@
+"""Whether the attribute the extraction chose for a one-valued fact is one its words can be about.
+
+A new value of a one-valued attribute replaces the current one without a model call, so a wrong label costs a true
+fact: the small model files activities under a job ("Is joining a community choir" as a ``job_title`` retired the
+user's real job in 5 of 17 retirements of the QA users, bench/results/qa-qwen2.5-coder-1.5b-words.md). The label is
+the model's proposal; the code checks it against the table's own descriptions with the vector the fact is stored
+with anyway: when the label is not among the descriptions closest to the fact's words and the fact does not
+resemble the value it would replace, the fact is refiled under ``other``, where it is kept and replaces nothing.
+Measured in bench/results/label-check.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from lastknown_graph.domain.attributes import OTHER, Attribute, AttributeTable
+from lastknown_graph.embedders import Embedder
+
+# Cosine (all-MiniLM-L6-v2) at and above which a new fact resembles a held value of its attribute: two values of one
+# attribute said the same way ("Lives in ..." and "Lives in ...") score about 0.3 to 0.55, an activity against a job
+# 0.04 to 0.19 (bench/results/label-check.md).
+RESEMBLANCE = 0.25
+
+
+class AttributeLabels:
+    """The table's descriptions, embedded on first use and kept for the life of this object (one ``Memory``)."""
+
+    def __init__(self, table: AttributeTable, embedder: Embedder) -> None:
+        self._table = table
+        self._embedder = embedder
+        self._names = [name for name in table.attributes if name != OTHER]
+        self._vectors: npt.NDArray[np.float32] | None = None
+
+    def _described(self) -> npt.NDArray[np.float32]:
+        if self._vectors is None:
+            rows = np.asarray(self._embedder.embed([self._table.attributes[n].description for n in self._names]),
+                              dtype=np.float32)
+            self._vectors = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return self._vectors
+
+    def closest(self, embedding: Sequence[float], count: int) -> list[str]:
+        """The ``count`` attributes whose descriptions are closest to ``embedding``, closest first."""
+        scores = self._described() @ _unit(np.asarray(embedding, dtype=np.float32))
+        return [self._names[i] for i in np.argsort(-scores, kind="stable")[:count]]
+
+    def supports(self, attribute: Attribute, embedding: Sequence[float], within: int,
+                 current_values: Sequence[str] = ()) -> bool:
+        """True when ``attribute`` is among the ``within`` descriptions closest to the fact, or the fact resembles a
+        value the attribute holds now (``within`` 0: every label is taken as given). A family member in its place
+        does not count: an employer near "Is joining a rowing club" says nothing for the job.
+
+        The second way keeps the plain form of a value the descriptions miss: the small embedder places "Works as a
+        glazier" nearer to tools than to occupations, but near "Works as a welder"."""
+        if within <= 0 or attribute.name == OTHER:
+            return True
+        if attribute.name in self.closest(embedding, within):
+            return True
+        if not current_values:
+            return False
+        vector = _unit(np.asarray(embedding, dtype=np.float32))
+        held = np.asarray(self._embedder.embed(list(current_values)), dtype=np.float32)
+        held = held / np.maximum(np.linalg.norm(held, axis=1, keepdims=True), 1e-12)
+        return bool(np.max(held @ vector) >= RESEMBLANCE)
+
+
+def _unit(vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    return vector / max(float(np.linalg.norm(vector)), 1e-12)
