@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     # The review queue's default band (`lastknown review`, the MCP `review` tool): a retirement is listed when stage
     # 1's P(still true) was within this of its bar (lastknown_graph/domain/review.py).
     review_band: float = Field(default=0.1, ge=0.0, le=1.0)
+    # ConflictSettings.label_within for the memories the CLI and the MCP server make (unset: the library's default;
+    # 0 takes every one-valued label as given, for an embedder whose vectors the label check was not measured with).
+    label_within: int | None = Field(default=None, ge=0)
 
     @property
     def model_base_url(self) -> str:

@@ -67,6 +67,12 @@ def default_store(settings: Settings | None = None) -> Store:
     return EmbeddedStore(env.store_file)
 
 
+def default_conflict_settings(settings: Settings | None = None) -> ConflictSettings:
+    """The library's ``ConflictSettings``, with ``LASTKNOWN_LABEL_WITHIN`` when it is set."""
+    within = (settings or load_settings()).label_within
+    return ConflictSettings() if within is None else ConflictSettings(label_within=within)
+
+
 def usage_report(meter: UsageMeter) -> UsageReport:
     def counts(usage: Usage) -> UsageCounts:
         return UsageCounts(

@@ -17,4 +17,6 @@ def scripted_model_env(base_url: str, default_store: Path) -> dict[str, str]:
         "LASTKNOWN_BASE_URL": base_url, "LASTKNOWN_MODEL": "scripted", "LASTKNOWN_API_KEY": "x",
         "LASTKNOWN_EMBEDDER": "api", "LASTKNOWN_EMBED_MODEL": "scripted-embed",
         "LASTKNOWN_EMBEDDED_PATH": str(default_store),
+        # The scripted embedder's vectors are hashed words, which know no meaning: every label as given.
+        "LASTKNOWN_LABEL_WITHIN": "0",
     }

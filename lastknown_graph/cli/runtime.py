@@ -29,7 +29,7 @@ from lastknown_graph.errors import (
     UnknownUserError,
 )
 from lastknown_graph.llm import LLM, LLMError, LLMOutputError
-from lastknown_graph.memory import Memory
+from lastknown_graph.memory import Memory, default_conflict_settings
 from lastknown_graph.reader import MemoryReader
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
 
@@ -226,7 +226,8 @@ class Runtime:
         return self._llm
 
     def memory(self, user: str) -> Memory:
-        return Memory(self.llm(), self.embedder(), user=user, store=self.store())
+        return Memory(self.llm(), self.embedder(), user=user, store=self.store(),
+                      conflict_settings=default_conflict_settings())
 
     def reader(self, user: str, *, search: bool = False) -> MemoryReader:
         """``user``'s memory for reading and forgetting, after checking it exists; ``search``: with the embedder."""

@@ -41,7 +41,7 @@ from lastknown_graph.mcp.schemas import (
     TimelineResult,
     WriteStatus,
 )
-from lastknown_graph.memory import Memory
+from lastknown_graph.memory import Memory, default_conflict_settings
 from lastknown_graph.reader import MemoryReader, id_argument, text_argument
 from lastknown_graph.store import Store
 
@@ -134,7 +134,7 @@ class MemoryService:
     def _memory(self, user: str) -> Memory:
         with self._opening:
             llm, embedder, store = self._backend.llm(), self._backend.embedder(), self._backend.store()
-        return Memory(llm, embedder, user=user, store=store)
+        return Memory(llm, embedder, user=user, store=store, conflict_settings=default_conflict_settings())
 
     def _reader(self, user: str, *, search: bool = False) -> MemoryReader:
         return MemoryReader(self._store(), user, embedder=self._embedder() if search else None,

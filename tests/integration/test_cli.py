@@ -1,4 +1,6 @@
-"""The ``lastknown`` command line, run as the installed console script in a subprocess.
+"""The ``lastknown`` command line: ``cli.app.main`` (what the console script calls) run in this process, with its own
+environment, standard input and output; the installed console script itself runs in a subprocess where that is the
+point (the command on the PATH, a terminal's prompt).
 
 The LLM and the embedder are the scripted server (a test double over real HTTP: canned answers,
 word-hash vectors of dimension 384, the dimension the shared Neo4j holds). Commands that must not
@@ -7,7 +9,10 @@ need a model run with the LLM and embedder pointed at a closed port.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import logging
 import os
 import pty
 import shutil
@@ -23,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from lastknown_graph.cli.app import main
 from lastknown_graph.domain.models import FactKind
 from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
@@ -111,12 +117,38 @@ def no_model_env(model_env: dict[str, str]) -> dict[str, str]:
                         "LASTKNOWN_EMBED_MODEL": "/nonexistent/model"}
 
 
-def run(env: dict[str, str], *args: str, stdin: str | None = None, timeout: float = 120, umask: int = -1) -> Result:
-    """``lastknown ARGS``; ``umask`` (-1: the caller's) is the command's file creation mask."""
-    done = subprocess.run(
-        [LASTKNOWN, *args], env=env, capture_output=True, text=True, timeout=timeout,
-        input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, umask=umask,
-    )
+def run(env: dict[str, str], *args: str, stdin: str | None = None, umask: int = -1) -> Result:
+    """``lastknown ARGS`` in this process, with ``env`` as the whole environment, ``stdin`` as standard input (none:
+    empty, not a terminal) and ``umask`` (-1: the caller's) as the file creation mask; what it prints to stdout and
+    stderr (its log lines included, as the console script's ``basicConfig`` would) and its exit code. A subprocess
+    per command cost each test a Python start and the library's imports again (issue 35)."""
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    saved = dict(os.environ), root.handlers[:], root.level, sys.stdin
+    previous_umask = os.umask(umask) if umask >= 0 else None
+    os.environ.clear()
+    os.environ.update(env)
+    root.handlers, sys.stdin = [], io.StringIO(stdin or "")  # no handler: the command's basicConfig takes effect
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors and --help
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved[0])
+        root.handlers, sys.stdin = saved[1], saved[3]
+        root.setLevel(saved[2])
+        if previous_umask is not None:
+            os.umask(previous_umask)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def run_installed(env: dict[str, str], *args: str) -> Result:
+    """The installed ``lastknown`` console script, in a subprocess."""
+    done = subprocess.run([LASTKNOWN, *args], env=env, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
     return Result(done.returncode, done.stdout, done.stderr)
 
 
@@ -178,7 +210,7 @@ COMMANDS = ["write", "context", "ask", "find", "forget", "forget-about", "undo",
 
 
 def test_help_lists_every_command_with_examples_and_exit_codes(model_env: dict[str, str]) -> None:
-    out = ok(run(model_env, "--help")).out
+    out = ok(run_installed(model_env, "--help")).out  # the command on the PATH, as a user runs it
     for command in COMMANDS:
         assert f"\n    {command} " in out or f"\n    {command}\n" in out, command
     assert "examples:" in out
