@@ -356,7 +356,8 @@ class Memory(MemoryReader):
                                                     meter=meter, max_tokens=max_tokens)
             text = answer_or_unknown(written, context)  # the model proposes, the code decides: a copy is no answer
             current.set_attribute(tracing.ANSWER_COPIED_CONTEXT, text != written)
-            answer = Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter))
+            answer = Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter),
+                            replaced=None if text == written else written)
             current.set_attributes(tracing.answer_attributes(answer, history_entries=len(history),
                                                              quoted_turns=len(quotes)))
             return answer

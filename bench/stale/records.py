@@ -37,6 +37,7 @@ class ProbeResult(Record):
     # The memory's answer context (Answer.context): what the answer was told, so a failure's class can be read
     # from the run's JSONL. None for the baselines and for runs before it was kept.
     context: str | None = None
+    replaced: str | None = None  # the model's own answer where the memory answered instead (Answer.replaced)
 
 
 class Linkage(Record):

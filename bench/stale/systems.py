@@ -125,7 +125,7 @@ class MemorySystem:
     def ask(self, question: str) -> Probed:
         answer = self.memory.ask(question, max_tokens=self.answer_max_tokens)
         return Probed(ProbeResult(question=question, answer=answer.text, premise_notes=answer.premise_notes,
-                                  context=answer.context), answer.usage)
+                                  context=answer.context, replaced=answer.replaced), answer.usage)
 
     def close(self) -> None:
         """The store is the run's (a shared Neo4j) or an in-memory one that goes with this object."""

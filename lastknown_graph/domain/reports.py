@@ -134,6 +134,9 @@ class Answer(Report):
     premise_notes: tuple[str, ...]
     context: str
     usage: UsageReport
+    # The model's own answer when the code answered instead (it copied the context: pipeline/answer_checks.py);
+    # None when ``text`` is the model's.
+    replaced: str | None = None
 
 
 class ComparedAnswer(Report):

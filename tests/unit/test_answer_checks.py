@@ -48,4 +48,20 @@ def test_ask_answers_it_does_not_know_when_the_model_copies_its_context() -> Non
     memory.write(["I live in Porto."], date="2024-06-01", session="s1")
     answer = memory.ask("What is my surname?")
     assert answer.text == UNKNOWN_ANSWER
+    assert answer.replaced is not None and answer.replaced.startswith("What is true about the user now")
     assert answer.usage.by_purpose["answer"].calls == 1
+
+
+def test_an_answer_of_the_models_own_is_not_marked_replaced() -> None:
+    def answering(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            return {"facts": [{"text": "Lives in Porto", "topic": "home_location", "kind": "state",
+                               "inferred": False, "evidence": [0]}]}
+        if call.purpose == "answer":
+            return "You live in Porto."
+        return 0.1
+
+    memory = Memory(ScriptedModel(answering), HashedEmbedder(), "ada", EmbeddedStore(None))
+    memory.write(["I live in Porto."], date="2024-06-01", session="s1")
+    answer = memory.ask("Where do I live?")
+    assert (answer.text, answer.replaced) == ("You live in Porto.", None)
