@@ -57,7 +57,8 @@ own, like and plan, and what they are doing right now.
 message word for word. Never write facts about the world and never answer the user's questions: a message that \
 only asks for information (explain, translate, recommend, how does it work, which is the biggest) gives no fact.
 - Write down what a message says in passing or indirectly, too. Also write down what the messages clearly IMPLY \
-but never say, marked inferred=true: a new state of the user's life described only by its consequences is a fact.
+but never say, marked inferred=true: a new state of the user's life described only by its consequences is a fact. \
+Write the state itself (where they live, what they do, who they live with), never the message that shows it.
 - kind "moment" only for what is happening right now or only today (on a train right now, cooking tonight); a \
 sentence about one evening or one morning is a moment. Habits, routines and everything lasting are "state".
 - topic: the attribute the fact is about, one of the names below. Attributes marked "one at a time" hold one \
@@ -73,13 +74,15 @@ Attributes:"""
 # Its content is deliberately far from anything a user of this library is likely to say (an invented islet, a
 # lighthouse, a tuba), so a copy cannot pass for a fact about a real user; facts copied from it, or reworded from
 # its words, are dropped (``example_fact_texts``, ``example_texts``). It shows each class the extraction must get
-# right: a world question gives nothing, a stated job, a routine said in passing, an ending, a moment.
+# right: a world question gives nothing, a stated job, a routine said in passing, an ending, a moment, and a new home
+# shown only by what it changes (the state written, inferred, not the message).
 EXAMPLE_DAY = date(2020, 5, 4)
 EXAMPLE_MESSAGES = (
     "Which planet has the longest day?",
     "Since the lighthouse on Skarv islet took me on, I row out there every morning before dawn.",
     "My old tuba went to the school band last week, the attic finally has room.",
     "Tonight I'm scraping barnacles off the rowing boat.",
+    "Feeding the tortoises on the houseboat is my first job every morning now.",
 )
 EXAMPLE_ANSWER = Extraction(facts=[
     ExtractedFact(text="Works at the lighthouse on Skarv islet", topic="employer", kind="state", inferred=False,
@@ -90,13 +93,15 @@ EXAMPLE_ANSWER = Extraction(facts=[
                   evidence=[2]),
     ExtractedFact(text="Is scraping barnacles off the rowing boat tonight", topic="current_activity", kind="moment",
                   inferred=False, evidence=[3]),
+    ExtractedFact(text="Lives on a houseboat", topic="dwelling", kind="state", inferred=True, evidence=[4]),
+    ExtractedFact(text="Has tortoises", topic="pet", kind="state", inferred=False, evidence=[4]),
 ])
 
 
 # Words of the example a fact about a real user holds only if the user wrote them: a fact with one the user never
 # wrote is the example copied or reworded, whatever else it shares with the user's words. Each example fact holds one.
 EXAMPLE_MARKERS = frozenset({"lighthouse", "skarv", "islet", "tuba", "barnacle", "barnacles", "row", "rows", "rowing",
-                             "dawn", "attic"})
+                             "dawn", "attic", "tortoise", "tortoises", "houseboat"})
 
 
 def _conversation(user_messages: list[str] | tuple[str, ...], day: date) -> str:
