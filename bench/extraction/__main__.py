@@ -25,6 +25,7 @@ from typing import Any
 from bench._report import invocation, machine_lines, markdown_table, write_generated
 from lastknown_graph import LLM, EmbeddedStore, Memory
 from lastknown_graph.llm.protocol import ChatModel
+from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 
 CASES = Path(__file__).with_name("cases.json")
@@ -59,7 +60,9 @@ def model_for(args: argparse.Namespace) -> Iterator[tuple[ChatModel, str]]:
 
 def extract(llm: ChatModel, text: str) -> dict[str, Any]:
     """Write ``text`` as one conversation into an empty memory; what it added and rejected."""
-    memory = Memory(llm, HashedEmbedder(), "probe", EmbeddedStore(None))
+    # The extraction's own labels are graded: hashed vectors know no meaning, so the label check takes them as given.
+    memory = Memory(llm, HashedEmbedder(), "probe", EmbeddedStore(None),
+                    conflict_settings=ConflictSettings(label_within=0))
     started = time.monotonic()
     report = memory.write([text], date="2024-06-01", session="probe")
     return {"text": text, "seconds": round(time.monotonic() - started, 1),
