@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._report import invocation, machine_lines, markdown_table, write_generated
+from bench.judgment.run import library_digest
 from lastknown_graph import LLM, EmbeddedStore, Memory
 from lastknown_graph.llm.protocol import ChatModel
 from lastknown_graph.pipeline.judgment import ConflictSettings
@@ -80,17 +81,20 @@ def run(args: argparse.Namespace) -> int:
     data = cases()
     answers_path = args.out.with_suffix(".jsonl")
     done: dict[str, dict[str, Any]] = {}
+    # An answer is resumed only under the same model and library source: a changed prompt is asked again.
+    key = {"model": args.model, "library": library_digest()}
     if answers_path.exists() and not args.quick:
         for line in answers_path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 record = json.loads(line)
-                done[record["text"]] = record
+                if record.get("key") == key:
+                    done[record["text"]] = record
     texts = [*data["world"], *(case["text"] for case in data["indirect"])][: args.limit]
     with model_for(args) as (llm, name), answers_path.open("a" if not args.quick else "w", encoding="utf-8") as log:
         for number, text in enumerate(texts, start=1):
             if text in done:
                 continue
-            done[text] = extract(llm, text)
+            done[text] = extract(llm, text) | {"key": key}
             log.write(json.dumps(done[text], ensure_ascii=False) + "\n")
             log.flush()
             record = done[text]

@@ -29,3 +29,20 @@ def test_a_state_counts_only_on_an_allowed_attribute_with_a_keyword() -> None:
     assert not states_written(case, [{"text": "Lives in Lisbon", "topic": "hobby", "kind": "state"}])
     assert not states_written(case, [{"text": "Lives in Porto", "topic": "home_location", "kind": "state"}])
     assert not states_written(case, [{"text": "Unpacks in Lisbon today", "topic": "home_location", "kind": "moment"}])
+
+
+def test_a_resumed_run_asks_again_what_was_answered_under_other_library_code(tmp_path: Path) -> None:
+    """A record is reused only under the same model and library source: a changed prompt is measured, not skipped."""
+    from bench.judgment.run import library_digest
+    from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
+
+    out = tmp_path / "extraction.md"
+    first, second = cases()["world"][:2]
+    stale = {"text": first, "seconds": 1.0, "added": [], "rejected": [], "key": {"model": "m", "library": "other"}}
+    kept = {"text": second, "seconds": 1.0, "added": [], "rejected": [], "key": {"model": "m",
+                                                                                  "library": library_digest()}}
+    out.with_suffix(".jsonl").write_text(json.dumps(stale) + "\n" + json.dumps(kept) + "\n", encoding="utf-8")
+    with ScriptedLLMServer([Rule(purpose="extraction", reply=Reply.json({"facts": []}))]) as server:
+        assert main(["--base-url", server.base_url, "--model", "m", "--limit", "2", "--out", str(out)]) == 0
+        asked = [request.last_user_message for request in server.chat_requests("extraction")]
+    assert len(asked) == 1 and first in asked[0]
