@@ -62,9 +62,9 @@ class ConflictSettings:
     # the memory.
     max_retirements_per_session: int = 5
     max_retired_share: float = 0.25
-    # A new fact on a one-valued attribute keeps that attribute only when it, or one of its family, is among this
-    # many of the table's descriptions closest to the fact's words; else it is refiled under "other", where it
-    # replaces nothing (pipeline/label_check.py). 0 takes every label as given.
+    # A new fact on a one-valued attribute keeps that attribute only when its description is among this many of the
+    # table's descriptions closest to the fact's vector, or the fact resembles the value it would replace; else it is
+    # refiled under "other", where it replaces nothing (pipeline/label_check.py). 0 takes every label as given.
     label_within: int = 6
 
     def __post_init__(self) -> None:

@@ -1,8 +1,8 @@
 """Whether the attribute the extraction chose for a one-valued fact is one its words can be about.
 
 A new value of a one-valued attribute replaces the current one without a model call, so a wrong label costs a true
-fact: the small model files activities under a job ("Is joining a community choir" as a ``job_title`` retired the
-user's real job in 5 of 17 retirements of the QA users, bench/results/qa-qwen2.5-coder-1.5b-words.md). The label is
+fact: the small model files activities under a job (an orchestra joined, filed as a ``job_title``, retired the user's
+real job: 5 of 17 retirements of the QA users, bench/results/qa-qwen2.5-coder-1.5b-words.md). The label is
 the model's proposal; the code checks it against the table's own descriptions with the vector the fact is stored
 with anyway: when the label is not among the descriptions closest to the fact's words and the fact does not
 resemble the value it would replace, the fact is refiled under ``other``, where it is kept and replaces nothing.

@@ -542,8 +542,7 @@ def plan_write(
     allowance = max(settings.max_retirements_per_session, math.floor(settings.max_retired_share * len(current)))
     planner = _Planner(
         llm=llm, settings=settings, priors=priors, attributes=attributes, labels=labels, meter=meter, memo=memo,
-        user_id=user_id,
-        session_id=session_id, day=day, user_messages=user_messages, messages=messages,
+        user_id=user_id, session_id=session_id, day=day, user_messages=user_messages, messages=messages,
         recorded_at=datetime.now(UTC), decisions=decisions, current=current, retirement_allowance=allowance,
         rejected=rejected,
     )
