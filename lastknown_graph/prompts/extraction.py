@@ -23,7 +23,7 @@ MAX_FACTS_PER_CONVERSATION = 40  # a conversation rarely holds more; more is a r
 class ExtractedFact(BaseModel):
     text: str = Field(
         description="One short fact about the user, in the third person with the subject left out "
-        "('Plays ...', 'Has ...', 'Is ...').",
+        "('Has ...', 'Is ...'), opening with its own verb.",
     )
     topic: str = Field(
         description="The attribute the fact is about: one of the names listed in the instructions; 'other' when "
@@ -53,9 +53,10 @@ class Extraction(BaseModel):
 SYSTEM = """You keep a memory about one user. Read ONLY the user's messages and write down short facts about \
 the user's own life: their people and pets, work or studies, home, health, diet, routines and habits, what they \
 own, like and plan, and what they are doing right now.
-- Each fact is about the user, in the third person, and short: "Plays ...", "Has ...", "Is ...". Never copy a \
-message word for word. Never write facts about the world and never answer the user's questions: a message that \
-only asks for information (explain, translate, recommend, how does it work, which is the biggest) gives no fact.
+- Each fact is about the user, in the third person, and short, opening with its own verb: "Has ...", "Is ...". \
+Never copy a message word for word. Never write facts about the world and never answer the user's questions: a \
+message that only asks for information (explain, translate, recommend, how does it work, which is the biggest) \
+gives no fact.
 - Write down what a message says in passing or indirectly, too. Also write down what the messages clearly IMPLY \
 but never say, marked inferred=true: a new state of the user's life described only by its consequences is a fact. \
 Write the state itself (where they live, what they do, who they live with), never the message that shows it.
