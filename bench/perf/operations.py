@@ -30,6 +30,7 @@ from bench.perf.synthetic import TOPIC_INDEX, TOPICS, SyntheticSpace, UserScript
 from lastknown_graph.domain.models import FactKind, FactStatus, UserExport
 from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.memory import Memory
+from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.pipeline.premise import PremiseSettings
 from lastknown_graph.store import Store
 from lastknown_graph.store.protocol import CURRENT_ONLY
@@ -191,8 +192,13 @@ def measure_point(harness: Harness, result: PointResult, store: Store, index_sto
     # near the question, then the history) is the same as the default similarity notes', which would also embed the
     # successors' texts, which this bench's synthetic lookup embedder does not hold (and embedder time is excluded).
     premise = PremiseSettings(checks="per_fact")
-    memories = {u.user_id: Memory(llm, embedder, u.user_id, timed, premise_settings=premise) for u in group}
-    index_memories = ({u.user_id: Memory(llm, embedder, u.user_id, index_store, premise_settings=premise)
+    # Synthetic vectors know no meaning and the lookup holds none for the attributes' descriptions: the label check
+    # (a few embeddings, no store work) is left out, as embedder time is.
+    conflict = ConflictSettings(label_within=0)
+    memories = {u.user_id: Memory(llm, embedder, u.user_id, timed, premise_settings=premise,
+                                  conflict_settings=conflict) for u in group}
+    index_memories = ({u.user_id: Memory(llm, embedder, u.user_id, index_store, premise_settings=premise,
+                                         conflict_settings=conflict)
                        for u in group} if index_store is not None else {})
     truths = {u.user_id: Truth.of(store.export_user(u.user_id)) for u in group}
     stores: dict[str, Store] = {"exact": store} | ({"index": index_store} if index_store is not None else {})
