@@ -113,10 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_key = json.dumps({"model": model, "facts": args.facts, "embedder": embedder.name, "library": library})
     answers = out.with_suffix(".jsonl")
     kept = {} if args.fresh else load_outcomes(answers)
+    # Hashed vectors know no meaning: with them, every label the extraction gives is taken as given.
+    conflict = ConflictSettings() if args.embedder == "local" else ConflictSettings(label_within=0)
     setup = Setup(background=mature_export(USER_ID, args.facts, embedder.embed), embedder=embedder, table=table,
-                  foreground_day=labelled.foreground_day, model_for=model_source(args),
-                  conflict_settings=ConflictSettings(label_within=ConflictSettings().label_within
-                                                     if args.embedder == "local" else 0))
+                  foreground_day=labelled.foreground_day, model_for=model_source(args), conflict_settings=conflict)
     pairs: list[tuple[data.Conversation, Outcome]] = []
     for number, conversation in enumerate(conversations, start=1):
         key = outcome_key(run_key, conversation)

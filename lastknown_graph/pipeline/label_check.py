@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from lastknown_graph.domain.attributes import OTHER, Attribute, AttributeTable
 from lastknown_graph.embedders import Embedder
+from lastknown_graph.pipeline.naive_rag import closest
 
 # Cosine (all-MiniLM-L6-v2) at and above which a new fact resembles a held value of its attribute: two values of one
 # attribute said the same way ("Lives in ..." and "Lives in ...") score about 0.3 to 0.55, an activity against a job
@@ -32,19 +32,16 @@ class AttributeLabels:
         self._table = table
         self._embedder = embedder
         self._names = [name for name in table.attributes if name != OTHER]
-        self._vectors: npt.NDArray[np.float32] | None = None
+        self._vectors: list[list[float]] | None = None
 
-    def _described(self) -> npt.NDArray[np.float32]:
+    def _described(self) -> list[list[float]]:
         if self._vectors is None:
-            rows = np.asarray(self._embedder.embed([self._table.attributes[n].description for n in self._names]),
-                              dtype=np.float32)
-            self._vectors = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+            self._vectors = self._embedder.embed([self._table.attributes[n].description for n in self._names])
         return self._vectors
 
     def closest(self, embedding: Sequence[float], count: int) -> list[str]:
-        """The ``count`` attributes whose descriptions are closest to ``embedding``, closest first."""
-        scores = self._described() @ _unit(np.asarray(embedding, dtype=np.float32))
-        return [self._names[i] for i in np.argsort(-scores, kind="stable")[:count]]
+        """The ``count`` attributes whose descriptions are closest to ``embedding`` by cosine (in the table's order)."""
+        return [self._names[i] for i in closest(self._described(), embedding, count)]
 
     def supports(self, attribute: Attribute, embedding: Sequence[float], within: int,
                  current_values: Sequence[str] = ()) -> bool:
@@ -60,11 +57,7 @@ class AttributeLabels:
             return True
         if not current_values:
             return False
-        vector = _unit(np.asarray(embedding, dtype=np.float32))
-        held = np.asarray(self._embedder.embed(list(current_values)), dtype=np.float32)
-        held = held / np.maximum(np.linalg.norm(held, axis=1, keepdims=True), 1e-12)
-        return bool(np.max(held @ vector) >= RESEMBLANCE)
-
-
-def _unit(vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    return vector / max(float(np.linalg.norm(vector)), 1e-12)
+        held = np.asarray(self._embedder.embed(list(current_values)), dtype=np.float64)
+        vector = np.asarray(embedding, dtype=np.float64)
+        cosines = (held @ vector) / np.maximum(np.linalg.norm(held, axis=1) * np.linalg.norm(vector), 1e-12)
+        return bool(np.max(cosines) >= RESEMBLANCE)
