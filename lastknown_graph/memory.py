@@ -12,8 +12,10 @@ from pathlib import Path
 
 from lastknown_graph import tracing
 from lastknown_graph.config import Settings, load_settings
-from lastknown_graph.domain.attributes import AttributeTable
+from lastknown_graph.domain.attributes import Attribute, AttributeTable
+from lastknown_graph.domain.dream import DreamPlan
 from lastknown_graph.domain.models import (
+    Fact,
     FactStatus,
     HistoryEntry,
     SessionWrite,
@@ -29,6 +31,8 @@ from lastknown_graph.errors import InvalidInputError, SessionConflictError, Stal
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
 from lastknown_graph.pipeline.answer_checks import answer_or_unknown
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
+from lastknown_graph.pipeline.dream import plan_dream
+from lastknown_graph.pipeline.dream_proposals import classifications_by_model
 from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.pipeline.label_check import AttributeLabels
 from lastknown_graph.pipeline.naive_rag import DEFAULT_K, closest, user_sentences_with_vectors
@@ -165,6 +169,23 @@ class Memory(MemoryReader):
 
     def _before_search(self) -> None:
         self._ensure_schema()
+
+    # ------------------------------------------------------------------ dreaming
+
+    def _dream_plan_of(self, current: list[Fact]) -> DreamPlan:
+        """The rules' proposals and the model's classifications of the facts under ``other`` (one call), decided
+        by the validator; a one-valued label passes only where the write's label check supports it."""
+        proposals, calls = classifications_by_model(current, self.attributes, tracing.traced(self.llm), UsageMeter())
+        asked = [f for f in current if f.id in {i for p in proposals for i in p.fact_ids}]
+        vectors = dict(zip([f.id for f in asked], self.embedder.embed([f.text for f in asked]) if asked else [],
+                           strict=True))
+        within = self.conflict_settings.label_within
+
+        def label_support(fact: Fact, attribute: Attribute, held: Sequence[str]) -> bool:
+            return self._labels.supports(attribute, vectors[fact.id], within, held)
+
+        return plan_dream(self.user, current, self.attributes, model_proposals=proposals,
+                          label_support=label_support, model_calls=calls)
 
     # ------------------------------------------------------------------ writing
 

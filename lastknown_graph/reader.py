@@ -7,6 +7,7 @@ read never needs an LLM endpoint, and the embedder only for search (``find``, ``
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from os import PathLike
@@ -35,15 +36,17 @@ from lastknown_graph.domain.validation import check_text, moment_argument, norma
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.durable_files import write_private_file
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.errors import InvalidInputError, SchemaMismatchError, UnknownUserError
+from lastknown_graph.errors import InvalidInputError, SchemaMismatchError, StaleStateError, UnknownUserError
 from lastknown_graph.pipeline.context import MIN_CONTEXT_TOKENS, render_context
-from lastknown_graph.pipeline.dream import plan_dream
+from lastknown_graph.pipeline.dream import dream_write, plan_dream
 from lastknown_graph.pipeline.ranking import by_relevance, latest_day
 from lastknown_graph.pipeline.telemetry import domain_telemetry
 from lastknown_graph.store import ANY_STATUS, Store
 from lastknown_graph.store.belief_time import history_of, memory_known_at
 from lastknown_graph.store.records import current_of, most_recent_first
 
+# A dream planned from a memory another process changed meanwhile is planned again, this many times at most.
+MAX_DREAM_ATTEMPTS = 3
 # Conversation dates may be in the past (imports); a date after tomorrow is a caller bug.
 MAX_DAYS_AHEAD = 1
 FIND_MAX_K = 1000
@@ -150,7 +153,52 @@ class MemoryReader:
         value said several ways merged into one of its texts, two current values of a one-valued attribute resolved
         to the later one, legacy topics classified, moments of past days expired (``pipeline/dream.py``). Reads only,
         with no model: nothing is changed."""
-        return plan_dream(self.user, self.current(), self.attributes)
+        return self._dream_plan_of(self.current())
+
+    def _dream_plan_of(self, current: list[Fact]) -> DreamPlan:
+        """The plan for the current facts ``current``: the rules' proposals (a ``Memory`` adds its model's)."""
+        return plan_dream(self.user, current, self.attributes)
+
+    def dream(self, *, dry_run: bool = False, day: date | datetime | str | None = None) -> DreamPlan:
+        """Consolidate the current memory: apply every proposal of ``dream_plan()`` the validator did not reject (on a
+        ``Memory``, also its model's classifications of facts under ``other``, one call), as
+        one session of kind ``dream`` in one transaction, and return the plan with that session's id. A dream
+        writes no text and deletes nothing: merged copies expire into the fact kept, a resolved value is retired by
+        the later one (an implied value ending a stated one waits in ``review()``), legacy topics get their
+        attribute, moments of past days expire. ``undo(plan.session_id)`` reverts it exactly, and undoing a session
+        it built on takes it along. ``day`` (default: the latest day a current fact was stated, the memory's own
+        "now") dates the dream; it may not be before a fact it changes. ``dry_run``: the plan, nothing changed.
+        With nothing to change, nothing is written and ``session_id`` is None.
+        """
+        if not isinstance(dry_run, bool):
+            raise InvalidInputError(f"dry_run must be True or False, got {dry_run!r}")
+        asked_day = day_argument(day) if day is not None else None
+        if dry_run:
+            return self.dream_plan()
+        with self.store.user_write_turn(self.user):
+            for attempt in range(1, MAX_DREAM_ATTEMPTS + 1):
+                revision = self.store.user_revision(self.user)
+                current = self.current()
+                plan = self._dream_plan_of(current)
+                dream_day = asked_day or latest_day(current) or datetime.now(UTC).date()
+                session_id = f"dream-{uuid.uuid4().hex[:12]}"
+                change = dream_write(plan, current, session_id=session_id, day=dream_day,
+                                     recorded_at=datetime.now(UTC), revision=revision)
+                if change is None:
+                    return plan
+                named = {f.id: f for f in current if f.id in change.touched_fact_ids}
+                later = [f for f in named.values() if f.valid_from > dream_day]
+                if later:
+                    raise InvalidInputError(f"a dream on {dream_day.isoformat()} cannot change '{later[0].text}', "
+                                            f"stated on {later[0].valid_from.isoformat()}: date it on or after that")
+                try:
+                    self.store.apply_dream(change)
+                except StaleStateError:
+                    if attempt == MAX_DREAM_ATTEMPTS:
+                        raise
+                    continue
+                return plan.model_copy(update={"session_id": session_id})
+        raise AssertionError("unreachable")
 
     def history(self, known_at: datetime | None = None) -> list[HistoryEntry]:
         """Every fact, oldest first, with what replaced it.

@@ -2,7 +2,8 @@
 // purpose: integrity check, must return no rows: SUPERSEDES / EXPIRES edges that disagree with the facts they
 //          join: a fact replaced more than once, a superseded fact marked expired or an expired one marked
 //          retired, a valid_to that is not the date of the edge, a replacing fact not stated in the session
-//          the edge names, a retirement without stage or reason. One row per edge and problem. (Current facts
+//          the edge names (unless that session is a dream, which links facts stated before it), a retirement
+//          without stage or reason. One row per edge and problem. (Current facts
 //          with such an edge are audit_integrity_superseded_current's.)
 // parameters: $user_id (string; null checks every user, scanning all facts)
 // example: :param user_id => "alice"   (or :param user_id => null for the whole database)
@@ -16,6 +17,7 @@ UNWIND [
   CASE WHEN type(r) = 'EXPIRES' AND f.status <> 'expired' THEN 'expired fact is not marked expired' END,
   CASE WHEN NOT coalesce(f.valid_to = r.at, false) THEN 'valid_to is not the date of the replacement' END,
   CASE WHEN NOT coalesce(cause.session_id = r.session_id, false)
+            AND NOT EXISTS { (:Session {user_id: f.user_id, id: r.session_id, kind: 'dream'}) }
        THEN 'replacing fact was not stated in the session of the replacement' END,
   CASE WHEN type(r) = 'SUPERSEDES' AND (r.stage IS NULL OR r.reason IS NULL)
        THEN 'retirement without stage or reason' END

@@ -1,6 +1,7 @@
 // name: export_facts
-// purpose: a user's facts with embeddings, provenance, confirmations and replacements, for export. A retirement
-//          the user rejected on review (SUPERSEDES_REJECTED) is exported as a retirement with review 'rejected'.
+// purpose: a user's facts with embeddings, provenance, confirmations, replacements and the changes dreams recorded
+//          on them, for export. A retirement the user rejected on review (SUPERSEDES_REJECTED) is exported as a
+//          retirement with review 'rejected'.
 // parameters: $user_id (string)
 // example: :param user_id => "alice"
 MATCH (f:Fact {user_id: $user_id})
@@ -14,5 +15,8 @@ RETURN f {.id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .
           old_fact_id: old.id, session_id: r.session_id, at: r.at, stage: r.stage, reason: r.reason,
           overtaken: coalesce(r.overtaken, false), recorded_at: r.recorded_at,
           still_true_probability: r.still_true_probability, flag_bar: r.flag_bar, review: r.review,
-          reviewed_at: r.reviewed_at}] AS replacements
+          reviewed_at: r.reviewed_at}] AS replacements,
+       [(f)-[d:EXPIRED_IN|CLASSIFIED_IN]->(s:Session) |
+         {change: CASE type(d) WHEN 'EXPIRED_IN' THEN 'expired' ELSE 'classified' END, session_id: s.id,
+          at: d.at, reason: d.reason, from_topic: d.from_topic, to_topic: d.to_topic}] AS dream_changes
 ORDER BY f.id

@@ -1,10 +1,12 @@
 // name: import_links
-// purpose: recreate CONFIRMED_IN, SUPERSEDES, EXPIRES and CONTRADICTS edges of a user from an export.
+// purpose: recreate CONFIRMED_IN, SUPERSEDES, EXPIRES and CONTRADICTS edges of a user from an export, and the
+//          changes dreams recorded on facts (EXPIRED_IN, CLASSIFIED_IN, as write_dream_changes.cypher writes them).
 // parameters: $user_id (string), $confirmations (list of {fact_id, session_id, at}),
 //             $replacements (list of {relation, new_fact_id, old_fact_id, session_id, at, stage, reason,
 //             overtaken, recorded_at, still_true_probability, flag_bar, review, reviewed_at}); a null (an export
 //             from before links recorded it, a link never reviewed) leaves the property out. A retirement with
-//             review 'rejected' is recreated as SUPERSEDES_REJECTED, as review_reject.cypher leaves it.
+//             review 'rejected' is recreated as SUPERSEDES_REJECTED, as review_reject.cypher leaves it;
+//             $dream_changes (list of {change, fact_id, session_id, at, reason, from_topic, to_topic}).
 // example: see tests/contract/test_store_contract.py (export/import round trip)
 CALL {
   UNWIND $confirmations AS c
@@ -34,7 +36,8 @@ CALL {
   UNWIND [r IN $replacements WHERE r.relation = 'expires'] AS r
   MATCH (new:Fact {id: r.new_fact_id, user_id: $user_id})
   MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
-  CREATE (new)-[:EXPIRES {session_id: r.session_id, at: r.at, recorded_at: r.recorded_at}]->(old)
+  CREATE (new)-[:EXPIRES {session_id: r.session_id, at: r.at, recorded_at: r.recorded_at, stage: r.stage,
+                          reason: r.reason}]->(old)
 }
 CALL {
   UNWIND [r IN $replacements WHERE r.relation = 'contradicts'] AS r
@@ -42,5 +45,17 @@ CALL {
   MATCH (old:Fact {id: r.old_fact_id, user_id: $user_id})
   CREATE (new)-[:CONTRADICTS {session_id: r.session_id, at: r.at, reason: r.reason,
                               recorded_at: r.recorded_at}]->(old)
+}
+CALL {
+  UNWIND [d IN $dream_changes WHERE d.change = 'expired'] AS d
+  MATCH (f:Fact {id: d.fact_id, user_id: $user_id})
+  MATCH (s:Session {user_id: $user_id, id: d.session_id})
+  CREATE (f)-[:EXPIRED_IN {at: d.at, reason: d.reason}]->(s)
+}
+CALL {
+  UNWIND [d IN $dream_changes WHERE d.change = 'classified'] AS d
+  MATCH (f:Fact {id: d.fact_id, user_id: $user_id})
+  MATCH (s:Session {user_id: $user_id, id: d.session_id})
+  CREATE (f)-[:CLASSIFIED_IN {at: d.at, reason: d.reason, from_topic: d.from_topic, to_topic: d.to_topic}]->(s)
 }
 RETURN true AS done

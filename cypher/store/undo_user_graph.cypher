@@ -1,6 +1,7 @@
 // name: undo_user_graph
 // purpose: what planning an undo reads: a user's sessions with their messages, and their facts (no embeddings)
-//          with the sessions that confirmed them and the replacement links out of them. Which later sessions built
+//          with the sessions that confirmed them, the replacement links out of them and the changes dreams recorded
+//          on them. Which later sessions built
 //          on a session, and what undoing it restores, is decided from this in lastknown_graph/store/undo.py, the
 //          same code for both stores. No row for an unknown user.
 // parameters: $user_id (string)
@@ -15,4 +16,7 @@ RETURN [(u)-[:HAD]->(s:Session) |
                      {relation: CASE type(r) WHEN 'SUPERSEDES' THEN 'supersedes' WHEN 'EXPIRES' THEN 'expires'
                                 ELSE 'contradicts' END,
                       old_fact_id: old.id, session_id: r.session_id, stage: r.stage,
-                      overtaken: coalesce(r.overtaken, false)}]}] AS facts
+                      overtaken: coalesce(r.overtaken, false)}],
+            dream_changes: [(f)-[d:EXPIRED_IN|CLASSIFIED_IN]->(s:Session) |
+                             {change: CASE type(d) WHEN 'EXPIRED_IN' THEN 'expired' ELSE 'classified' END,
+                              session_id: s.id, from_topic: d.from_topic}]}] AS facts

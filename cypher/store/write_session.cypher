@@ -1,6 +1,7 @@
 // name: write_session
-// purpose: create a session, recorded at the wall-clock time of its write, and its verbatim user messages.
-// parameters: $user_id, $session_id (strings), $date (date), $recorded_at (datetime),
+// purpose: create a session, recorded at the wall-clock time of its write, and its verbatim user messages (a
+//          dream has none, and $kind 'dream'; a conversation's $kind is null, so its node stays as before).
+// parameters: $user_id, $session_id (strings), $date (date), $recorded_at (datetime), $kind (string or null),
 //             $digest (sha256 hex of the user turns, or null),
 //             $messages (list of {id, index, role, text, sentence_vectors_f32: the float32 bytes of one vector per
 //             sentence, row after row, or null}),
@@ -10,7 +11,8 @@
 //          :param messages => [{id: "m-1", index: 0, role: "user", text: "I've been in Portland for years"}]
 MATCH (u:User {id: $user_id})
 CREATE (s:Session {id: $session_id, user_id: $user_id, date: $date, checked_domains: $checked_domains,
-                   checks: $checks, flagged: $flagged, digest: $digest, recorded_at: $recorded_at})
+                   checks: $checks, flagged: $flagged, digest: $digest, recorded_at: $recorded_at,
+                   kind: $kind})
 CREATE (u)-[:HAD]->(s)
 WITH s
 UNWIND $messages AS message

@@ -231,13 +231,13 @@ lastknown undo --user alice s-feb --cascade --json
                       help="also undo the later sessions that built on it, newest first (else they refuse the undo)")
 
     dream = _command(
-        commands, common, "dream", "what consolidating the memory would change: each proposal (merge, resolve, "
-        "classify, expire) and the validator's decision on it, with its reason", """
+        commands, common, "dream", "consolidate the memory as one undoable session: each proposal (merge, resolve, "
+        "classify, expire) and the validator's decision on it, with its reason; the ones not rejected applied", """
 lastknown dream --dry-run --user alice
-lastknown dream --dry-run --user alice --json
+lastknown dream --user alice
+lastknown dream --user alice --json
 """, run_dream)
-    dream.add_argument("--dry-run", action="store_true",
-                       help="list the proposals and decisions, changing nothing (applying a dream is not built yet)")
+    dream.add_argument("--dry-run", action="store_true", help="list the proposals and decisions, changing nothing")
 
     review = _command(
         commands, common, "review", "retirements decided with little margin, with both facts and the evidence", """

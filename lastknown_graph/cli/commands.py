@@ -252,15 +252,14 @@ def run_undo(args: argparse.Namespace, rt: Runtime) -> int:
 
 
 def run_dream(args: argparse.Namespace, rt: Runtime) -> int:
-    if not args.dry_run:
-        raise CLIError("applying a dream is not built yet: 'lastknown dream --dry-run' lists what it would change",
-                       EXIT_USAGE)
     user = rt.user()
     reader = rt.reader(user)
-    plan = reader.dream_plan()
+    before = reader.current()  # a plan names facts current before it is applied: their words, read first
+    plan = reader.dream(dry_run=args.dry_run)
     named = plan.fact_ids()
-    texts = {fact.id: fact.text for fact in reader.current() if fact.id in named}  # a plan names current facts only
-    emit(rt.options, plan.model_dump(mode="json") | {"texts": texts}, dream_plan_text(plan, texts))
+    texts = {fact.id: fact.text for fact in before if fact.id in named}
+    emit(rt.options, plan.model_dump(mode="json") | {"texts": texts},
+         dream_plan_text(plan, texts, dry_run=args.dry_run))
     return EXIT_OK
 
 

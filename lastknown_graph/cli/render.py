@@ -204,8 +204,9 @@ def review_text(items: list[ReviewItem]) -> str:
     return "\n".join(lines)
 
 
-def dream_plan_text(plan: DreamPlan, texts: Mapping[str, str]) -> str:
-    """One block per proposal: its verdict, what it changes (by the facts' words), why it was proposed and decided."""
+def dream_plan_text(plan: DreamPlan, texts: Mapping[str, str], *, dry_run: bool) -> str:
+    """One block per proposal: its verdict, what it changes (by the facts' words), why it was proposed and decided;
+    then what was applied, and how to undo it."""
     if not plan.decisions:
         return "nothing to consolidate: no proposal"
     lines = []
@@ -221,8 +222,14 @@ def dream_plan_text(plan: DreamPlan, texts: Mapping[str, str]) -> str:
         lines.append(f"  why     {proposal.reason}")
         lines.append(f"  decided {decision.reason}")
     counts = {v: len(plan.with_verdict(v)) for v in DreamVerdict}
-    lines.append(f"{counts[DreamVerdict.APPLY]} to apply, {counts[DreamVerdict.REVIEW]} for review, "
-                 f"{counts[DreamVerdict.REJECT]} rejected; nothing was changed (dry run)")
+    if plan.session_id is not None:
+        lines.append(f"{counts[DreamVerdict.APPLY]} applied, {counts[DreamVerdict.REVIEW]} applied and waiting in "
+                     f"'lastknown review', {counts[DreamVerdict.REJECT]} rejected: dream session {plan.session_id} "
+                     f"(undo: lastknown undo {plan.session_id})")
+    else:
+        outcome = "nothing was changed (dry run)" if dry_run else "nothing to change: nothing was written"
+        lines.append(f"{counts[DreamVerdict.APPLY]} to apply, {counts[DreamVerdict.REVIEW]} for review, "
+                     f"{counts[DreamVerdict.REJECT]} rejected; {outcome}")
     return "\n".join(lines)
 
 

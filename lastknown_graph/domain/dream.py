@@ -48,6 +48,9 @@ class DreamPlan(Frozen):
     user_id: UserId
     decisions: tuple[DreamDecision, ...] = ()
     model_calls: int = 0
+    # The dream session that applied the plan (undo it like any session); None when nothing was applied: a dry run,
+    # or nothing to change.
+    session_id: NodeId | None = None
 
     def with_verdict(self, verdict: DreamVerdict) -> list[DreamDecision]:
         return [d for d in self.decisions if d.verdict is verdict]

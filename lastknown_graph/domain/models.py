@@ -122,9 +122,17 @@ class CheckCount(Frozen):
 Digest = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
+class SessionKind(StrEnum):
+    """A conversation with the user, or a dream: a pass over the memory with no messages (``pipeline/dream.py``)."""
+
+    CONVERSATION = "conversation"
+    DREAM = "dream"
+
+
 class SessionRecord(Frozen):
     id: SessionId
     date: date
+    kind: SessionKind = SessionKind.CONVERSATION
     checks: tuple[CheckCount, ...] = ()
     digest: Digest | None = None  # sha256 of the user turns: the same id with other turns is refused
 
@@ -224,10 +232,13 @@ class Overtaken(Frozen):
 
 
 class Expiry(Frozen):
-    """A newer passing moment on the same topic replaces an older one."""
+    """A newer passing moment on the same topic replaces an older one; or, in a dream, a fact saying the same as
+    another stored one is merged into it (``stage`` and ``reason`` say so; None for a conversation's expiry)."""
 
     old_fact_id: NodeId
     new_fact_id: NodeId
+    stage: Label | None = None
+    reason: Text | None = Field(default=None, max_length=2000)
 
 
 class Dispute(Frozen):
@@ -264,6 +275,8 @@ class SessionWrite(Frozen):
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Self:
+        if self.session.kind is not SessionKind.CONVERSATION:
+            raise ValueError("a session write is a conversation; a dream is written as a DreamWrite")
         message_ids = [m.id for m in self.messages]
         _require_unique("message id", message_ids)
         _require_unique("message index", [m.index for m in self.messages])
@@ -333,6 +346,90 @@ class SessionWrite(Frozen):
     def disputed_fact_ids(self) -> frozenset[str]:
         """New facts stored as disputed rather than current."""
         return frozenset(d.new_fact_id for d in self.disputes)
+
+
+class DreamChange(StrEnum):
+    """What a dream records on a fact it changes without another fact: (fact)-[:EXPIRED_IN|CLASSIFIED_IN]->(dream)."""
+
+    EXPIRED = "expired"  # a moment long past that nothing expired
+    CLASSIFIED = "classified"  # a topic from before the attributes, given the attribute it meant
+
+
+class DreamExpiry(Frozen):
+    fact_id: NodeId
+    reason: Text = Field(max_length=2000)
+
+
+class Classification(Frozen):
+    fact_id: NodeId
+    from_topic: Label
+    to_topic: Label
+    reason: Text = Field(max_length=2000)
+
+
+class DreamWrite(Frozen):
+    """Everything one dream changes, applied by a store in one transaction as a session of kind ``dream``: no
+    messages and no new fact, only links between stored facts and changes recorded on them (``pipeline/dream.py``).
+
+    A resolution is a retirement of one value by a stored later one; a merge an expiry of a fact into a stored fact
+    saying the same (``stage`` and ``reason`` on both say the dream did it). Every fact named must be current when
+    the dream is applied, and none it ends may be the value a resolution keeps.
+    """
+
+    user_id: UserId
+    session: SessionRecord
+    recorded_at: UtcDatetime
+    retirements: tuple[Retirement, ...] = ()
+    merges: tuple[Expiry, ...] = ()
+    expiries: tuple[DreamExpiry, ...] = ()
+    classifications: tuple[Classification, ...] = ()
+    based_on_revision: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _changes_resolve(self) -> Self:
+        if self.session.kind is not SessionKind.DREAM:
+            raise ValueError("a dream write is a session of kind 'dream'")
+        if not self.ended_fact_ids and not self.classifications:
+            raise ValueError("a dream write changes at least one fact")
+        _require_unique("fact ended twice", self.ended_fact_ids)
+        _require_unique("fact classified twice", [c.fact_id for c in self.classifications])
+        # A merge's kept fact may itself be resolved away (its copies went into it first); a resolution's may not.
+        staying = {r.new_fact_id for r in self.retirements}
+        ended = [fact_id for fact_id in self.ended_fact_ids if fact_id in staying]
+        if ended:
+            raise ValueError(f"fact {ended[0]!r} is ended by the dream and also stays in place of another")
+        merged = {m.old_fact_id for m in self.merges}
+        into_merged = [m.new_fact_id for m in self.merges if m.new_fact_id in merged]
+        if into_merged:
+            raise ValueError(f"fact {into_merged[0]!r} is merged into another and also kept by a merge")
+        for classification in self.classifications:
+            if classification.from_topic == classification.to_topic:
+                raise ValueError(f"fact {classification.fact_id!r} is classified under the topic it has")
+        return self
+
+    @property
+    def ended_fact_ids(self) -> list[str]:
+        """Facts the dream retires or expires."""
+        return ([r.old_fact_id for r in self.retirements] + [m.old_fact_id for m in self.merges]
+                + [e.fact_id for e in self.expiries])
+
+    @property
+    def kept_fact_ids(self) -> list[str]:
+        """The stored facts that stay in place of the ones it ends."""
+        return sorted({r.new_fact_id for r in self.retirements} | {m.new_fact_id for m in self.merges})
+
+    @property
+    def touched_fact_ids(self) -> list[str]:
+        """Every fact the dream names: each must still be current when it is applied."""
+        return sorted({*self.ended_fact_ids, *self.kept_fact_ids, *(c.fact_id for c in self.classifications)})
+
+    def require_planned_from(self, revision: int) -> None:
+        """Raise StaleStateError if the user's memory changed since the dream was planned."""
+        if self.based_on_revision is not None and revision != self.based_on_revision:
+            raise StaleStateError(
+                f"user {self.user_id!r} changed since this dream was planned "
+                f"(revision {revision}, planned from {self.based_on_revision})"
+            )
 
 
 def _require_unique(what: str, values: list[str] | list[int]) -> None:
@@ -499,6 +596,7 @@ class TimelineEventKind(StrEnum):
     # A retirement the user rejected on review: the fact never stopped being true, so this is no retirement (the
     # event keeps the retirement's date, session, cause and reason; ``reviewed_at`` says when it was rejected).
     RETIREMENT_REJECTED = "retirement_rejected"
+    CLASSIFIED = "classified"  # a dream gave the fact the attribute its old topic meant (``reason`` says which)
 
 
 class TimelineEvent(Frozen):
@@ -525,6 +623,7 @@ class ReviewReason(StrEnum):
     NEAR_BAR = "near_bar"  # stage 1's P(still true) within the band of the bar it was compared with
     INFERRED_ONLY = "inferred_only"  # a model verdict for a new fact the user only implied (inferred)
     EVIDENCE_AGAINST_STABLE = "evidence_against_stable"  # accumulated disputes retired a fact of a stable domain
+    DREAM = "dream"  # a dream's validator applied the retirement but left it to the user (pipeline/dream.py)
 
 
 class ReviewFact(Frozen):
@@ -597,6 +696,7 @@ class DependencyKind(StrEnum):
     DISPUTED = "disputed"  # recorded evidence against a fact the earlier session added
     OVERTAKEN = "overtaken"  # stored its own fact as already overtaken by a fact the earlier session added
     EVIDENCE = "evidence"  # retired a fact by accumulated evidence, some of which the earlier session recorded
+    CLASSIFIED = "classified"  # a dream classified a fact the earlier session added
 
 
 class UndoDependency(Frozen):
@@ -623,6 +723,7 @@ class SessionUndo(Frozen):
     restored: tuple[UndoneFact, ...] = ()  # facts it retired or expired: current again, with no end date
     withdrawn_confirmations: tuple[UndoneFact, ...] = ()  # facts it said again: that confirmation is gone
     withdrawn_disputes: tuple[UndoneFact, ...] = ()  # facts it recorded evidence against: that evidence is gone
+    reclassified: tuple[UndoneFact, ...] = ()  # facts a dream classified: their topic as it was before
     message_ids: tuple[NodeId, ...] = ()  # its messages, deleted with the session
     # The user's turns in order (forgotten ones left out): what writing the session again needs.
     messages: tuple[str, ...] = ()
@@ -667,6 +768,7 @@ class ExportedSession(Frozen):
     # The wall-clock time of the write; None: written before sessions recorded it (store/belief_time.py says how
     # such a session is read).
     recorded_at: UtcDatetime | None = None
+    kind: SessionKind = SessionKind.CONVERSATION
 
 
 class DomainTelemetry(Frozen):
@@ -706,6 +808,26 @@ class ExportedFact(Frozen):
     session_id: SessionId
     embedding: FiniteEmbedding
     source_message_ids: tuple[NodeId, ...]
+
+
+class ExportedDreamChange(Frozen):
+    """A change a dream recorded on a fact (``DreamChange``): an expiry with no replacing fact, or a classification
+    with the topic before and after."""
+
+    change: DreamChange
+    fact_id: NodeId
+    session_id: SessionId
+    at: date
+    reason: Text
+    from_topic: Label | None = None
+    to_topic: Label | None = None
+
+    @model_validator(mode="after")
+    def _topics_of_a_classification(self) -> Self:
+        classified = self.change is DreamChange.CLASSIFIED
+        if classified != (self.from_topic is not None) or classified != (self.to_topic is not None):
+            raise ValueError("a classification has both topics, an expiry neither")
+        return self
 
 
 class ExportedConfirmation(Frozen):
@@ -786,6 +908,7 @@ class UserExport(Frozen):
     facts: tuple[ExportedFact, ...]
     confirmations: tuple[ExportedConfirmation, ...]
     replacements: tuple[ExportedReplacement, ...]
+    dream_changes: tuple[ExportedDreamChange, ...] = ()  # absent from exports written before dreams
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Self:
@@ -806,6 +929,9 @@ class UserExport(Frozen):
         for link in self.replacements:
             _require_subset("fact", (link.new_fact_id, link.old_fact_id), facts)
             _require_subset("session", (link.session_id,), sessions)
+        for change in self.dream_changes:
+            _require_subset("fact", (change.fact_id,), facts)
+            _require_subset("session", (change.session_id,), sessions)
         dimensions = {len(f.embedding) for f in self.facts}
         dimensions |= {len(v) for m in self.messages for v in m.sentence_embeddings or ()}
         if len(dimensions) > 1:
@@ -843,6 +969,7 @@ class UserExport(Frozen):
         dated += [(f"a confirmation of fact {c.fact_id}", c.at) for c in self.confirmations]
         dated += [(f"the {link.relation} link {link.new_fact_id} -> {link.old_fact_id}", link.at)
                   for link in self.replacements]
+        dated += [(f"the dream change of fact {c.fact_id}", c.at) for c in self.dream_changes]
         problems += [f"{what} is dated {day.isoformat()}, outside {EARLIEST_DAY.isoformat()} to "
                      f"{LATEST_DAY.isoformat()}" for what, day in dated if not EARLIEST_DAY <= day <= LATEST_DAY]
         day_of = {s.id: s.date for s in self.sessions}
@@ -864,6 +991,17 @@ class UserExport(Frozen):
                                 f"{status_of[link.old_fact_id]}")
             replaced.setdefault(link.new_fact_id, []).append(link.old_fact_id)
         problems += [f"facts {' -> '.join(cycle)} replace each other in a cycle" for cycle in _cycles(replaced)]
+        dreams = {s.id for s in self.sessions if s.kind is SessionKind.DREAM}
+        problems += [f"fact {f.id} was added by the dream {f.session_id}; a dream adds no fact"
+                     for f in self.facts if f.session_id in dreams]
+        problems += [f"message {m.id} belongs to the dream {m.session_id}; a dream has no messages"
+                     for m in self.messages if m.session_id in dreams]
+        for change in self.dream_changes:
+            if change.session_id not in dreams:
+                problems.append(f"fact {change.fact_id} is {change.change} by {change.session_id}, which is no dream")
+            elif change.change is DreamChange.EXPIRED and status_of.get(change.fact_id) is not FactStatus.EXPIRED:
+                problems.append(f"fact {change.fact_id} is expired by the dream {change.session_id} but marked "
+                                f"{status_of.get(change.fact_id)}")
         return problems
 
     def canonical(self) -> UserExport:
@@ -884,5 +1022,6 @@ class UserExport(Frozen):
                 "replacements": tuple(
                     sorted(self.replacements, key=lambda r: (r.relation, r.new_fact_id, r.old_fact_id))
                 ),
+                "dream_changes": tuple(sorted(self.dream_changes, key=lambda c: (c.fact_id, c.session_id, c.change))),
             }
         )

@@ -55,4 +55,6 @@ def doubts(
         found.append(ReviewReason.INFERRED_ONLY)
     if stage == Stage.EVIDENCE and (old_domain or UNASSIGNED_DOMAIN) in stable:
         found.append(ReviewReason.EVIDENCE_AGAINST_STABLE)
+    if stage == Stage.DREAM_REVIEW:
+        found.append(ReviewReason.DREAM)
     return tuple(found)

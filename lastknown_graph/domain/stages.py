@@ -19,5 +19,9 @@ class Stage(StrEnum):
     EVIDENCE = "evidence"  # enough inferred contradictions retired a well-confirmed fact
     RESISTED = "resisted"  # a well-confirmed fact held against one inferred contradiction
     CORRECTION = "correction"  # the user said the fact is wrong or outdated: no model was asked
+    # A dream (pipeline/dream.py), by rule on what the memory holds:
+    DREAM_RESOLVED = "dream_resolved"  # two current values of a one-valued attribute: the one stated later stays
+    DREAM_REVIEW = "dream_review"  # the same, applied but waiting for the user: its validator said so
+    DREAM_MERGED = "dream_merged"  # a fact saying what a stored one says, merged into it (an expiry, not an end)
     # the user rejected this pair's retirement on review (Memory.review_decide): kept, and no model was asked
     REVIEWED = "reviewed"

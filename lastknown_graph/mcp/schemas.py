@@ -133,7 +133,9 @@ class ReviewResult(BaseModel):
 class DreamPlanResult(BaseModel):
     user: str
     plan: DreamPlan = Field(description="Each proposal (merge, resolve, classify, expire) with the validator's "
-                                        "decision (apply, review, reject) and its reason. Nothing was changed.")
+                                        "decision (apply, review, reject) and its reason; session_id: the dream "
+                                        "session that applied it (undo it like any session), null when nothing was "
+                                        "changed.")
     texts: dict[str, str] = Field(description="The words of every fact the plan names, by fact id.")
 
 

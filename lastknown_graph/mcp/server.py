@@ -170,6 +170,12 @@ def build_server(service: MemoryService) -> MCPServer:
         topics given their attribute, past moments expired; each proposal with the validator's decision and reason."""
         return answer(lambda: service.dream_plan(user))
 
+    def dream(user: UserArgument = user_default) -> DreamPlanResult:
+        """Consolidate the user's memory as one session that undo reverts exactly: the proposals dream_plan lists,
+        each the validator did not reject applied (one needing the user's word also waits in review). A dream
+        writes no words and deletes nothing."""
+        return answer(lambda: service.dream(user))
+
     def review_decide(
         retirement_id: Annotated[str, Field(description="The retired fact's id (retirement_id from review).")],
         keep_old: Annotated[bool, Field(description="true: the user says the old fact still holds (it is current "
@@ -201,7 +207,8 @@ def build_server(service: MemoryService) -> MCPServer:
 
     for tool, hints in ((remember, WRITES), (remember_status, READS), (context, READS), (premise_notes, READS),
                         (find, READS), (timeline, READS), (as_of, READS), (correct, WRITES), (review, READS),
-                        (review_decide, DECIDES), (dream_plan, READS), (forget, DELETES), (forget_about, DELETES)):
+                        (review_decide, DECIDES), (dream_plan, READS), (dream, WRITES), (forget, DELETES),
+                        (forget_about, DELETES)):
         server.add_tool(tool, annotations=hints)
     _add_resources(server, service)
     return server

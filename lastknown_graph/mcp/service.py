@@ -239,12 +239,18 @@ class MemoryService:
         return ReviewResult(user=who, queue=self._reader(who).review(band=band))
 
     def dream_plan(self, user: str | None) -> DreamPlanResult:
+        return self._dream(user, dry_run=True)
+
+    def dream(self, user: str | None) -> DreamPlanResult:
+        return self._dream(user, dry_run=False)
+
+    def _dream(self, user: str | None, *, dry_run: bool) -> DreamPlanResult:
         who = self.users.user_for(user)
         reader = self._reader(who)
-        plan = reader.dream_plan()
+        before = reader.current()  # the words of the facts the plan names, read before it is applied
+        plan = reader.dream(dry_run=dry_run)
         named = plan.fact_ids()
-        return DreamPlanResult(user=who, plan=plan,
-                               texts={f.id: f.text for f in reader.current() if f.id in named})
+        return DreamPlanResult(user=who, plan=plan, texts={f.id: f.text for f in before if f.id in named})
 
     def review_decide(self, user: str | None, retirement_id: str, new_fact_id: str | None,
                       keep_old: bool) -> ReviewDecisionResult:

@@ -20,17 +20,40 @@ says what a dream may do, because the failures of dreams with small models are k
 name, a company read as a city, an allergy said once forgotten as noise): a merge joins only facts of one attribute
 whose names and numbers agree and none about someone named; a resolve never ends the last current value, and an
 implied value ending a stated one waits in the review queue; health, family and allergy facts never expire; only
-moments expire; a classification names an attribute of the table. The model proposes, the code decides: proposals a
-model would make (not asked yet) go through the same validator.
+moments expire; a classification names an attribute of the table. The model proposes, the code decides: the one
+model call (``dream_proposals.py``: which attribute a fact under ``other`` gives a value of) goes through the same
+validator, which accepts a one-valued attribute only where the fact's words support it (the write's label check) and
+sends every resolution that rests on a model's classification to the review queue.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
 
 from lastknown_graph.domain.attributes import OTHER, Attribute, AttributeTable
-from lastknown_graph.domain.dream import DreamDecision, DreamPlan, DreamProposal, DreamVerdict, ProposalKind
-from lastknown_graph.domain.models import Fact, FactKind, FactStatus
+from lastknown_graph.domain.dream import (
+    DreamDecision,
+    DreamPlan,
+    DreamProposal,
+    DreamVerdict,
+    ProposalKind,
+    ProposedBy,
+)
+from lastknown_graph.domain.models import (
+    Classification,
+    DreamExpiry,
+    DreamWrite,
+    Expiry,
+    Fact,
+    FactKind,
+    FactStatus,
+    Retirement,
+    SessionKind,
+    SessionRecord,
+)
+from lastknown_graph.domain.stages import Stage
 from lastknown_graph.pipeline.grounding import opening_name
 from lastknown_graph.pipeline.value_rules import (
     NUMBER_WORDS,
@@ -45,19 +68,39 @@ from lastknown_graph.pipeline.value_rules import (
 # moments is still the allergy.
 NEVER_EXPIRED: frozenset[str] = frozenset({"health", "allergy", "medication", "family_member"})
 
+# Whether a fact's words support a one-valued attribute, given the values the attribute holds now: the write's
+# label check (``label_check.AttributeLabels.supports``), which needs the fact's vector.
+LabelSupport = Callable[[Fact, Attribute, Sequence[str]], bool]
 
-def plan_dream(user_id: str, facts: Sequence[Fact], table: AttributeTable) -> DreamPlan:
-    """The plan for ``facts`` (the user's current facts): every proposal the rules make, each decided."""
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the validator knows beyond the facts: how to check a label, and which facts a model classified."""
+
+    label_support: LabelSupport | None = None  # None: no embedder, so a model's one-valued label is refused
+    model_classified: frozenset[str] = frozenset()
+
+
+def plan_dream(user_id: str, facts: Sequence[Fact], table: AttributeTable, *,
+               model_proposals: Sequence[DreamProposal] = (), label_support: LabelSupport | None = None,
+               model_calls: int = 0) -> DreamPlan:
+    """The plan for ``facts`` (the user's current facts): every proposal the rules make and ``model_proposals``
+    (classifications of facts under ``other``), each decided."""
     current = [f for f in facts if f.status is FactStatus.CURRENT]
-    decisions = [validate(p, current, table) for p in _classifications(current, table)]
+    evidence = Evidence(label_support=label_support)
+    decisions = [validate(p, current, table, evidence) for p in [*_classifications(current, table), *model_proposals]]
     topics = {f.id: f.topic for f in current}
+    by_model: set[str] = set()
     for decision in decisions:
         if decision.verdict is not DreamVerdict.REJECT and decision.proposal.topic is not None:
             topics.update(dict.fromkeys(decision.proposal.fact_ids, decision.proposal.topic))
+            if decision.proposal.proposed_by is ProposedBy.MODEL:
+                by_model.update(decision.proposal.fact_ids)
     seen = [f.model_copy(update={"topic": topics[f.id]}) for f in current]
-    decisions += [validate(p, seen, table) for p in _merges_and_resolutions(seen, table)]
-    decisions += [validate(p, seen, table) for p in _expiries(seen)]
-    return DreamPlan(user_id=user_id, decisions=tuple(decisions))
+    evidence = Evidence(label_support=label_support, model_classified=frozenset(by_model))
+    decisions += [validate(p, seen, table, evidence) for p in _merges_and_resolutions(seen, table)]
+    decisions += [validate(p, seen, table, evidence) for p in _expiries(seen)]
+    return DreamPlan(user_id=user_id, decisions=tuple(decisions), model_calls=model_calls)
 
 
 # ---------------------------------------------------------------------------------------------- proposals by rule
@@ -143,7 +186,8 @@ def _expiries(facts: Sequence[Fact]) -> list[DreamProposal]:
 # ---------------------------------------------------------------------------------------------- the validator
 
 
-def validate(proposal: DreamProposal, facts: Sequence[Fact], table: AttributeTable) -> DreamDecision:
+def validate(proposal: DreamProposal, facts: Sequence[Fact], table: AttributeTable,
+             evidence: Evidence = Evidence()) -> DreamDecision:
     """The decision on one proposal, against the current ``facts`` (topics as classified so far)."""
     by_id = {f.id: f for f in facts}
     named = [*proposal.fact_ids, *([proposal.keep_fact_id] if proposal.keep_fact_id else [])]
@@ -155,7 +199,7 @@ def validate(proposal: DreamProposal, facts: Sequence[Fact], table: AttributeTab
     if keep is not None and keep.id in proposal.fact_ids:
         return _decided(proposal, DreamVerdict.REJECT, "the fact that stays is also one it changes")
     if proposal.kind is ProposalKind.CLASSIFY:
-        return _classify(proposal, changed, table)
+        return _classify(proposal, changed, facts, table, evidence)
     if proposal.kind is ProposalKind.EXPIRE:
         return _expire(proposal, changed, table)
     if keep is None:
@@ -168,7 +212,7 @@ def validate(proposal: DreamProposal, facts: Sequence[Fact], table: AttributeTab
                         f"facts of different attributes: {', '.join(sorted(attributes))}")
     if proposal.kind is ProposalKind.MERGE:
         return _merge(proposal, keep, changed, _attribute(keep, table))
-    return _resolve(proposal, keep, changed, _attribute(keep, table))
+    return _resolve(proposal, keep, changed, _attribute(keep, table), evidence)
 
 
 def _attribute(fact: Fact, table: AttributeTable) -> Attribute:
@@ -179,18 +223,30 @@ def _decided(proposal: DreamProposal, verdict: DreamVerdict, reason: str) -> Dre
     return DreamDecision(proposal=proposal, verdict=verdict, reason=reason)
 
 
-def _classify(proposal: DreamProposal, changed: list[Fact], table: AttributeTable) -> DreamDecision:
-    if proposal.topic is None or proposal.topic not in table.attributes:
+def _classify(proposal: DreamProposal, changed: list[Fact], facts: Sequence[Fact], table: AttributeTable,
+              evidence: Evidence) -> DreamDecision:
+    if proposal.topic is None or proposal.topic not in table.attributes or proposal.topic == OTHER:
         return _decided(proposal, DreamVerdict.REJECT, f"{proposal.topic!r} is no attribute of the table")
     if len(changed) != 1:
         return _decided(proposal, DreamVerdict.REJECT, "classifies one fact at a time")
     [fact] = changed
+    attribute = table.attributes[proposal.topic]
     if fact.topic in table.attributes and fact.topic != OTHER:
         return _decided(proposal, DreamVerdict.REJECT, f"the fact has an attribute already ({fact.topic})")
     someone = opening_name(fact.text)
-    if someone is not None and table.attributes[proposal.topic].one_valued:
+    if someone is not None and attribute.one_valued:
         return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}: never one of the user's "
                         "one-valued attributes")
+    if attribute.moment != (fact.kind is FactKind.MOMENT):
+        holds = "moments" if attribute.moment else "lasting states"
+        return _decided(proposal, DreamVerdict.REJECT, f"{proposal.topic} holds {holds}, and the fact is a {fact.kind}")
+    if proposal.proposed_by is ProposedBy.MODEL and attribute.one_valued:
+        held = [f.text for f in facts if f.id != fact.id and table.resolve(f.topic).name == attribute.name]
+        if evidence.label_support is None or not evidence.label_support(fact, attribute, held):
+            return _decided(proposal, DreamVerdict.REJECT, f"the fact's words do not support {proposal.topic}: "
+                            "its description is not among the closest to them, and they resemble no value it holds")
+        return _decided(proposal, DreamVerdict.APPLY, f"{proposal.topic} is one-valued, and the fact's words "
+                        "support it")
     return _decided(proposal, DreamVerdict.APPLY, f"{proposal.topic} is an attribute of the table")
 
 
@@ -248,7 +304,8 @@ def _numbers(text: str) -> set[str]:
     return {term for term in specific_terms(text) if term.isdigit() or term in NUMBER_WORDS}
 
 
-def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], attribute: Attribute) -> DreamDecision:
+def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], attribute: Attribute,
+             evidence: Evidence) -> DreamDecision:
     someone = _about_someone(keep, changed)
     if someone is not None:
         return _decided(proposal, DreamVerdict.REJECT, someone)
@@ -260,4 +317,47 @@ def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], attribute
         return _decided(proposal, DreamVerdict.REJECT, "values said on the same day: nothing tells which is current")
     if keep.inferred and any(not f.inferred for f in changed):
         return _decided(proposal, DreamVerdict.REVIEW, "an implied value ends a stated one: the user decides")
+    chosen = [f for f in [keep, *changed] if f.id in evidence.model_classified]
+    if chosen:
+        return _decided(proposal, DreamVerdict.REVIEW, f"a model filed '{chosen[0].text}' under {attribute.name}: "
+                        "the user decides")
     return _decided(proposal, DreamVerdict.APPLY, f"one {attribute.name} at a time, and one value stays")
+
+
+# ---------------------------------------------------------------------------------------------- applying a plan
+
+
+def dream_write(
+    plan: DreamPlan, facts: Sequence[Fact], *, session_id: str, day: date, recorded_at: datetime, revision: int,
+) -> DreamWrite | None:
+    """The write that applies every decision of ``plan`` not rejected (a review one too: the queue holds it), as the
+    session ``session_id``; None when nothing is to change. ``facts``: the current facts the plan was made from."""
+    by_id = {f.id: f for f in facts}
+    classifications, retirements, merges, expiries = [], [], [], []
+    for decision in plan.decisions:
+        proposal = decision.proposal
+        if decision.verdict is DreamVerdict.REJECT:
+            continue
+        if proposal.kind is ProposalKind.CLASSIFY:
+            assert proposal.topic is not None, "the validator applies only a classification naming its attribute"
+            [fact_id] = proposal.fact_ids
+            classifications.append(Classification(fact_id=fact_id, from_topic=by_id[fact_id].topic,
+                                                  to_topic=proposal.topic, reason=proposal.reason))
+        elif proposal.kind is ProposalKind.EXPIRE:
+            expiries += [DreamExpiry(fact_id=fact_id, reason=proposal.reason) for fact_id in proposal.fact_ids]
+        elif proposal.kind is ProposalKind.MERGE:
+            assert proposal.keep_fact_id is not None, "the validator applies only a merge naming the fact kept"
+            merges += [Expiry(old_fact_id=fact_id, new_fact_id=proposal.keep_fact_id, stage=Stage.DREAM_MERGED,
+                              reason=proposal.reason) for fact_id in proposal.fact_ids]
+        else:
+            assert proposal.keep_fact_id is not None, "the validator applies only a resolution naming the fact kept"
+            stage = Stage.DREAM_REVIEW if decision.verdict is DreamVerdict.REVIEW else Stage.DREAM_RESOLVED
+            retirements += [Retirement(old_fact_id=fact_id, new_fact_id=proposal.keep_fact_id, stage=stage,
+                                       reason=proposal.reason) for fact_id in proposal.fact_ids]
+    if not (classifications or retirements or merges or expiries):
+        return None
+    return DreamWrite(
+        user_id=plan.user_id, session=SessionRecord(id=session_id, date=day, kind=SessionKind.DREAM),
+        recorded_at=recorded_at, retirements=tuple(retirements), merges=tuple(merges), expiries=tuple(expiries),
+        classifications=tuple(classifications), based_on_revision=revision,
+    )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from lastknown_graph.domain.models import FactStatus, HistoryEntry, ScoredSentence, SourceMessage, TurnVectors
 from lastknown_graph.domain.sentences import sentences
+from lastknown_graph.domain.stages import Stage
 from lastknown_graph.embedders.protocol import Embedder
 from lastknown_graph.store import Store
 
@@ -87,7 +88,9 @@ def ended_notes(store: Store, user_id: str, history: Sequence[HistoryEntry],
                 message_ids: Collection[str]) -> dict[str, list[str]]:
     """For each of ``message_ids`` behind a fact that is no longer true: what it said then and what holds since (a
     passing moment: that it held only then)."""
-    ended = {e.fact.id: e for e in history if e.fact.status in (FactStatus.RETIRED, FactStatus.EXPIRED)}
+    # A copy a dream merged into a fact saying the same still holds as long as that fact does.
+    ended = {e.fact.id: e for e in history if e.fact.status in (FactStatus.RETIRED, FactStatus.EXPIRED)
+             and not any(link.stage == Stage.DREAM_MERGED for link in e.replaced_by)}
     if not ended or not message_ids:
         return {}
     notes: dict[str, list[str]] = {}

@@ -4,7 +4,9 @@ Every write records its wall-clock time (``SessionWrite.recorded_at``) on its se
 the links it writes (``SUPERSEDES``, ``EXPIRES``, ``CONTRADICTS``: ``recorded_at``). The memory at moment ``T`` is
 then what the writes recorded up to ``T`` left in it: their sessions, messages, facts, confirmations and links, and
 each fact's status and end as those links set them. Writes are recorded in the order they are applied, whatever the
-dates of their conversations, so a conversation written late is absent before its write and present after it.
+dates of their conversations, so a conversation written late is absent before its write and present after it. A
+dream (a session of its own, always recorded) is read the same way: before its write, the moments it expired were
+current and the facts it classified had the topic from before.
 
 Undo and forgetting remove history: what they removed is absent at every moment, as if it had never been written
 (a fact retired by a session that was undone is current at every moment; a forgotten fact never existed). A fact
@@ -25,6 +27,7 @@ from collections import defaultdict
 from datetime import UTC, date, datetime
 
 from lastknown_graph.domain.models import (
+    DreamChange,
     ExportedFact,
     ExportedReplacement,
     Fact,
@@ -76,13 +79,23 @@ def memory_known_at(export: UserExport, known_at: datetime) -> UserExport:
              if link.new_fact_id in known and link.old_fact_id in known and link_recorded_at(link, facts) <= moment]
     messages = [m for m in export.messages if m.session_id in session_ids]
     message_ids = {m.id for m in messages}
+    dream_changes = [c for c in export.dream_changes if c.session_id in session_ids and c.fact_id in known]
+    dream_expired = {c.fact_id: c.at for c in dream_changes if c.change is DreamChange.EXPIRED}
     ended_later = {link.old_fact_id for link in export.replacements if link.relation in _ENDED_BY}
+    ended_later |= {c.fact_id for c in export.dream_changes if c.change is DreamChange.EXPIRED}
+    # A classification not yet written: the fact had the topic from before it (only one dream classifies a fact).
+    topics = {c.fact_id: c.from_topic for c in export.dream_changes
+              if c.change is DreamChange.CLASSIFIED and c.session_id not in session_ids and c.from_topic}
     return export.model_copy(update={
         "sessions": tuple(sessions),
         "messages": tuple(messages),
-        "facts": tuple(_as_it_stood(facts[fact_id], links, ended_later, message_ids) for fact_id in sorted(known)),
+        "facts": tuple(
+            _as_it_stood(facts[fact_id], links, ended_later, message_ids, dream_expired.get(fact_id),
+                         topics.get(fact_id, facts[fact_id].topic))
+            for fact_id in sorted(known)),
         "confirmations": tuple(c for c in export.confirmations if c.session_id in session_ids and c.fact_id in known),
         "replacements": tuple(links),
+        "dream_changes": tuple(dream_changes),
     })
 
 
@@ -94,18 +107,21 @@ def _as_reviewed_by(link: ExportedReplacement, moment: datetime) -> ExportedRepl
 
 
 def _as_it_stood(fact: ExportedFact, links: list[ExportedReplacement], ended_later: set[str],
-                 message_ids: set[str]) -> ExportedFact:
-    """``fact`` with the status and end that the links known then gave it, and the provenance known then."""
+                 message_ids: set[str], dream_expired: date | None, topic: str) -> ExportedFact:
+    """``fact`` with the status, end and topic that the links and dreams known then gave it, and the provenance
+    known then."""
     endings = sorted((link for link in links if link.old_fact_id == fact.id and link.ends_old_fact),
                      key=lambda link: (link.at, link.new_fact_id))
     if endings:
         status, valid_to = _ENDED_BY[endings[0].relation], endings[0].at
+    elif dream_expired is not None:
+        status, valid_to = FactStatus.EXPIRED, dream_expired
     elif fact.id in ended_later:  # ended by a link written after the moment: still as its write left it
         status, valid_to = FactStatus.CURRENT, None
     else:  # current or disputed as written, or ended by a link that forgetting deleted: as stored
         status, valid_to = fact.status, fact.valid_to
     return fact.model_copy(update={
-        "status": status, "valid_to": valid_to,
+        "status": status, "valid_to": valid_to, "topic": topic,
         "source_message_ids": tuple(m for m in fact.source_message_ids if m in message_ids),
     })
 

@@ -28,7 +28,10 @@ from lastknown_graph.domain.models import (
     NO_FILTER,
     CandidateProbe,
     DeletionReport,
+    DreamChange,
+    DreamWrite,
     ExportedConfirmation,
+    ExportedDreamChange,
     ExportedFact,
     ExportedMessage,
     ExportedReplacement,
@@ -47,6 +50,7 @@ from lastknown_graph.domain.models import (
     ReviewVerdict,
     ScoredFact,
     ScoredSentence,
+    SessionKind,
     SessionRecord,
     SessionWrite,
     SourceMessage,
@@ -70,7 +74,14 @@ from lastknown_graph.errors import (
 )
 from lastknown_graph.store.embedded_files import StoreFiles
 from lastknown_graph.store.graph_changes import GraphChanges
-from lastknown_graph.store.graph_codec import REJECTED_EDGE, RELATION_OF_EDGE, SENTENCE_VECTORS, UNDID_EDGE
+from lastknown_graph.store.graph_codec import (
+    DREAM_CHANGE_OF_EDGE,
+    EDGE_OF_DREAM_CHANGE,
+    REJECTED_EDGE,
+    RELATION_OF_EDGE,
+    SENTENCE_VECTORS,
+    UNDID_EDGE,
+)
 from lastknown_graph.store.history_cache import DEFAULT_CACHED_USERS, HistoryCache
 from lastknown_graph.store.protocol import CURRENT_ONLY
 from lastknown_graph.store.records import (
@@ -81,6 +92,7 @@ from lastknown_graph.store.records import (
     checks_from_props,
     checks_to_props,
     current_of,
+    dream_change_event,
     fact_from_map,
     in_timeline_order,
     most_recent_first,
@@ -148,8 +160,10 @@ def _add_session(
     key = _session_key(user_id, session.id)
     # ``recorded_at`` only where known: a session imported from an older export stays as it was written.
     moment = {"recorded_at": recorded_at} if recorded_at is not None else {}
+    # ``kind`` only on a dream: a conversation's node stays as every earlier version wrote it.
+    kind = {"kind": str(session.kind)} if session.kind is not SessionKind.CONVERSATION else {}
     changes.add_node(key, label="Session", id=session.id, user_id=user_id, date=session.date, digest=session.digest,
-                     **checks_to_props(session.checks), **moment)
+                     **checks_to_props(session.checks), **moment, **kind)
     changes.add_edge(_user_key(user_id), key, key="HAD")
     return key
 
@@ -201,6 +215,20 @@ def _add_replacement(
                      **{name: value for name, value in optional.items() if value is not None})
 
 
+def _add_dream_change(changes: GraphChanges, user_id: str, change: ExportedDreamChange) -> None:
+    topics = {"from_topic": change.from_topic, "to_topic": change.to_topic} if change.from_topic else {}
+    changes.add_edge(_fact_key(change.fact_id), _session_key(user_id, change.session_id),
+                     key=EDGE_OF_DREAM_CHANGE[change.change], at=change.at, reason=change.reason, **topics)
+
+
+def _dream_changes(graph: nx.MultiDiGraph, fact_key: str) -> list[ExportedDreamChange]:
+    fact_id = graph.nodes[fact_key]["id"]
+    return [ExportedDreamChange(change=DREAM_CHANGE_OF_EDGE[t], fact_id=fact_id, session_id=graph.nodes[target]["id"],
+                                at=attrs["at"], reason=attrs["reason"], from_topic=attrs.get("from_topic"),
+                                to_topic=attrs.get("to_topic"))
+            for _, target, t, attrs in graph.out_edges(fact_key, keys=True, data=True) if t in DREAM_CHANGE_OF_EDGE]
+
+
 def _exported_link(relation: str, new_fact_id: str, old_fact_id: str, attrs: dict[str, Any]) -> ExportedReplacement:
     return ExportedReplacement(
         relation=relation, new_fact_id=new_fact_id, old_fact_id=old_fact_id, session_id=attrs["session_id"],
@@ -245,6 +273,8 @@ def _undo_graph(graph: nx.MultiDiGraph, user_id: str) -> UserGraph:
                            "session_id": attrs["session_id"], "stage": attrs.get("stage"),
                            "overtaken": attrs.get("overtaken", False)}
                           for _, target, t, attrs in out if t in RELATION_OF_EDGE],
+                "dream_changes": [{"change": c.change, "session_id": c.session_id, "from_topic": c.from_topic}
+                                  for c in _dream_changes(graph, key)],
             })
     return user_graph(sessions, facts)
 
@@ -263,6 +293,8 @@ def _apply_undo(graph: nx.MultiDiGraph, user_id: str, plan: UndoPlan, undone_at:
                 graph.remove_edge(key, target, key=edge_type)
     for fact_id in plan.restored_fact_ids:
         graph.nodes[_fact_key(fact_id)].update(status=str(FactStatus.CURRENT), valid_to=None)
+    for fact_id, topic in plan.topic_reverts:
+        graph.nodes[_fact_key(fact_id)]["topic"] = topic
     graph.remove_nodes_from([k for k in fact_keys if graph.nodes[k]["session_id"] in undone])
     for session_id in undone:
         session_key = _session_key(user_id, session_id)
@@ -519,7 +551,8 @@ class EmbeddedStore:
                 changes.update_node(_fact_key(expiry.old_fact_id), status=str(FactStatus.EXPIRED),
                                     valid_to=session.date)
                 _add_replacement(changes, "EXPIRES", expiry.new_fact_id, expiry.old_fact_id, session_id=session.id,
-                                 at=session.date, stage=None, reason=None, recorded_at=change.recorded_at)
+                                 at=session.date, stage=expiry.stage, reason=expiry.reason,
+                                 recorded_at=change.recorded_at)
             for dispute in change.disputes:
                 _add_replacement(changes, "CONTRADICTS", dispute.new_fact_id, dispute.old_fact_id,
                                  session_id=session.id, at=session.date, stage=None, reason=dispute.reason,
@@ -531,6 +564,46 @@ class EmbeddedStore:
                                  session_id=graph.nodes[_fact_key(late.by_fact_id)]["session_id"], at=late.until,
                                  stage=late.stage, reason=late.reason, recorded_at=change.recorded_at,
                                  overtaken=True)
+        return WriteOutcome(applied=True, already_written=False)
+
+    def apply_dream(self, change: DreamWrite) -> WriteOutcome:
+        user_id, session = change.user_id, change.session
+        with self._appending() as changes:
+            graph = changes.graph
+            session_key = _session_key(user_id, session.id)
+            if session_key in graph:
+                return WriteOutcome(applied=False, already_written=True)
+            revision = _revision(graph, user_id)
+            change.require_planned_from(revision)
+            for fact_id in change.touched_fact_ids:
+                node = graph.nodes.get(_fact_key(fact_id))
+                if node is None or node["user_id"] != user_id or node["status"] != FactStatus.CURRENT:
+                    raise StaleStateError(f"fact {fact_id!r} is not a current fact of user {user_id!r}")
+            changes.update_node(_user_key(user_id), revision=revision + 1)
+            _add_session(changes, user_id, session, change.recorded_at)
+            for classification in change.classifications:
+                changes.update_node(_fact_key(classification.fact_id), topic=classification.to_topic)
+                _add_dream_change(changes, user_id, ExportedDreamChange(
+                    change=DreamChange.CLASSIFIED, fact_id=classification.fact_id, session_id=session.id,
+                    at=session.date, reason=classification.reason, from_topic=classification.from_topic,
+                    to_topic=classification.to_topic))
+            for retirement in change.retirements:
+                changes.update_node(_fact_key(retirement.old_fact_id), status=str(FactStatus.RETIRED),
+                                    valid_to=session.date)
+                _add_replacement(changes, "SUPERSEDES", retirement.new_fact_id, retirement.old_fact_id,
+                                 session_id=session.id, at=session.date, stage=retirement.stage,
+                                 reason=retirement.reason, recorded_at=change.recorded_at)
+            for merge in change.merges:
+                changes.update_node(_fact_key(merge.old_fact_id), status=str(FactStatus.EXPIRED),
+                                    valid_to=session.date)
+                _add_replacement(changes, "EXPIRES", merge.new_fact_id, merge.old_fact_id, session_id=session.id,
+                                 at=session.date, stage=merge.stage, reason=merge.reason,
+                                 recorded_at=change.recorded_at)
+            for expiry in change.expiries:
+                changes.update_node(_fact_key(expiry.fact_id), status=str(FactStatus.EXPIRED), valid_to=session.date)
+                _add_dream_change(changes, user_id, ExportedDreamChange(
+                    change=DreamChange.EXPIRED, fact_id=expiry.fact_id, session_id=session.id, at=session.date,
+                    reason=expiry.reason))
         return WriteOutcome(applied=True, already_written=False)
 
     def rename_topics(self, renames: Mapping[str, str]) -> int:
@@ -746,6 +819,8 @@ class EmbeddedStore:
                                  recorded_at=link.recorded_at, overtaken=link.overtaken,
                                  still_true_probability=link.still_true_probability, flag_bar=link.flag_bar,
                                  review=link.review, reviewed_at=link.reviewed_at)
+            for dream_change in export.dream_changes:
+                _add_dream_change(changes, user_id, dream_change)
 
     # ------------------------------------------------------------------ reads
 
@@ -1001,6 +1076,8 @@ class EmbeddedStore:
                             at=attrs["at"], kind=TimelineEventKind.CONFIRMED,
                             session_id=graph.nodes[target]["id"], **base,
                         ))
+                for change in _dream_changes(graph, key):
+                    events.append(dream_change_event(change, base))
                 for newer, _, t, attrs in graph.in_edges(key, keys=True, data=True):
                     if t in _EVENT_OF_EDGE:
                         events.append(TimelineEvent(
@@ -1027,7 +1104,8 @@ class EmbeddedStore:
                 session = graph.nodes[session_key]
                 sessions.append(ExportedSession(id=session["id"], date=session["date"],
                                                 checks=checks_from_props(session), digest=session.get("digest"),
-                                                recorded_at=session.get("recorded_at")))
+                                                recorded_at=session.get("recorded_at"),
+                                                kind=session.get("kind", SessionKind.CONVERSATION)))
                 for _, message_key, t2 in graph.out_edges(session_key, keys=True):
                     if t2 == "CONTAINS":
                         m = graph.nodes[message_key]
@@ -1038,9 +1116,10 @@ class EmbeddedStore:
                             sentence_embeddings=None if vectors is None else tuple(
                                 tuple(float(x) for x in row) for row in vectors),
                         ))
-            facts, confirmations, replacements = [], [], []
+            facts, confirmations, replacements, dream_changes = [], [], [], []
             for key in self._user_fact_keys(graph, user_id):
                 f = graph.nodes[key]
+                dream_changes += _dream_changes(graph, key)
                 sources = []
                 for _, target, t, attrs in graph.out_edges(key, keys=True, data=True):
                     if t == "FROM":
@@ -1059,7 +1138,7 @@ class EmbeddedStore:
                     recorded_at=f["recorded_at"], session_id=f["session_id"],
                     embedding=tuple(float(x) for x in f["embedding"]), source_message_ids=tuple(sources),
                 ))
-        return assembled_export(user_id, sessions, messages, facts, confirmations, replacements)
+        return assembled_export(user_id, sessions, messages, facts, confirmations, replacements, dream_changes)
 
     def list_users(self) -> list[str]:
         with self._locked(exclusive=False):

@@ -21,6 +21,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from lastknown_graph.domain.models import DreamChange
 from lastknown_graph.errors import SchemaMismatchError
 from lastknown_graph.store.graph_changes import AddEdge, AddNode, Change, SetAttrs
 from lastknown_graph.store.journal_binding import UNBOUND, SnapshotIds
@@ -43,8 +44,11 @@ RELATION_OF_EDGE = {"SUPERSEDES": "supersedes", "EXPIRES": "expires", "CONTRADIC
 REJECTED_EDGE = "SUPERSEDES_REJECTED"
 # From the user to the trace of a session it undid.
 UNDID_EDGE = "UNDID"
+# From a fact to the dream that changed it with no other fact: expired it, or gave it an attribute.
+EDGE_OF_DREAM_CHANGE = {DreamChange.EXPIRED: "EXPIRED_IN", DreamChange.CLASSIFIED: "CLASSIFIED_IN"}
+DREAM_CHANGE_OF_EDGE = {edge: change for change, edge in EDGE_OF_DREAM_CHANGE.items()}
 _EDGE_TYPES = frozenset({"HAD", "CONTAINS", "KNOWS", "FROM", "CONFIRMED_IN", REJECTED_EDGE, UNDID_EDGE,
-                         *RELATION_OF_EDGE})
+                         *RELATION_OF_EDGE, *DREAM_CHANGE_OF_EDGE})
 # What every node of a label carries.
 _REQUIRED_ATTRS = {
     "User": {"id"},

@@ -16,6 +16,7 @@ from lastknown_graph.domain.models import (
     NO_FILTER,
     CandidateProbe,
     DeletionReport,
+    DreamWrite,
     Fact,
     FactFilter,
     FactStatus,
@@ -60,6 +61,14 @@ class Store(Protocol):
         and the outcome says ``already_written``. Raises StaleStateError, writing nothing,
         if a fact to confirm, retire or expire is not a current fact of this user, or if
         ``change.based_on_revision`` is set and another write changed the user since.
+        """
+
+    def apply_dream(self, change: DreamWrite) -> WriteOutcome:
+        """Write one dream atomically: a session of kind dream with no messages, its retirements and merges (links
+        between stored facts) and the expiries and classifications it records on facts.
+
+        Idempotent per (user, session id), as ``apply``. Raises StaleStateError, writing nothing, if a fact it names
+        is not a current fact of this user, or if the user changed since ``change.based_on_revision``.
         """
 
     def session_exists(self, user_id: str, session_id: str) -> bool: ...

@@ -13,7 +13,9 @@ from typing import Any
 
 from lastknown_graph.domain.models import (
     CheckCount,
+    DreamChange,
     ExportedConfirmation,
+    ExportedDreamChange,
     ExportedFact,
     ExportedMessage,
     ExportedReplacement,
@@ -125,7 +127,16 @@ _EVENT_ORDER = {
     TimelineEventKind.EXPIRED: 3,
     TimelineEventKind.RETIRED: 4,
     TimelineEventKind.RETIREMENT_REJECTED: 5,
+    TimelineEventKind.CLASSIFIED: 6,
 }
+_EVENT_OF_DREAM_CHANGE = {DreamChange.EXPIRED: TimelineEventKind.EXPIRED,
+                          DreamChange.CLASSIFIED: TimelineEventKind.CLASSIFIED}
+
+
+def dream_change_event(change: ExportedDreamChange, fact: Mapping[str, Any]) -> TimelineEvent:
+    """The timeline's event for a change a dream recorded on a fact (``fact``: its id, text, topic and inferred)."""
+    return TimelineEvent(at=change.at, kind=_EVENT_OF_DREAM_CHANGE[change.change], session_id=change.session_id,
+                         reason=change.reason, **fact)
 
 
 def in_timeline_order(events: Iterable[TimelineEvent]) -> list[TimelineEvent]:
@@ -175,12 +186,13 @@ def assembled_export(
     facts: Iterable[ExportedFact],
     confirmations: Iterable[ExportedConfirmation],
     replacements: Iterable[ExportedReplacement],
+    dream_changes: Iterable[ExportedDreamChange] = (),
 ) -> UserExport:
     """One user's export from the parts a store read, in canonical order (so both stores export the same bytes
     for the same memory), stamped with the time of export."""
     return UserExport(
         user_id=user_id, sessions=tuple(sessions), messages=tuple(messages), facts=tuple(facts),
-        confirmations=tuple(confirmations), replacements=tuple(replacements),
+        confirmations=tuple(confirmations), replacements=tuple(replacements), dream_changes=tuple(dream_changes),
     ).canonical().model_copy(update={"exported_at": datetime.now(UTC)})
 
 

@@ -8,7 +8,9 @@ What a session changed is what it wrote:
 - the facts whose ``session_id`` it is, and its messages;
 - the CONFIRMED_IN edges into its session node (with the FROM edges to its messages);
 - the replacement links it wrote: the links naming it as ``session_id``, except overtaken links, which name the
-  replacing fact's session but were written by the late session of the fact they retire.
+  replacing fact's session but were written by the late session of the fact they retire;
+- for a dream, the changes it recorded on facts (EXPIRED_IN, CLASSIFIED_IN): undone, an expired fact is current
+  again and a classified one has its topic as before.
 
 Undoing it deletes all of that; a fact it retired or expired becomes current again, with no end date, which is how
 every retired or expired fact was before (a write only retires or expires current facts). A later session *built on*
@@ -26,6 +28,7 @@ from typing import Any
 
 from lastknown_graph.domain.models import (
     DependencyKind,
+    DreamChange,
     SessionUndo,
     UndoDependency,
     UndoneFact,
@@ -42,6 +45,7 @@ _KIND_OF_RELATION = {
     "expires": DependencyKind.EXPIRED,
     "contradicts": DependencyKind.DISPUTED,
 }
+_KIND_OF_DREAM_CHANGE = {DreamChange.EXPIRED: DependencyKind.EXPIRED, DreamChange.CLASSIFIED: DependencyKind.CLASSIFIED}
 # The links that end the old fact; a dispute leaves it as it was.
 _ENDING_RELATIONS = frozenset({"supersedes", "expires"})
 
@@ -61,11 +65,19 @@ class GraphSession:
 
 
 @dataclass(frozen=True)
+class GraphDreamChange:
+    change: DreamChange
+    session_id: str
+    from_topic: str | None  # a classification's topic before the dream
+
+
+@dataclass(frozen=True)
 class GraphFact:
     id: str
     text: str
     session_id: str
     confirmed_in: tuple[str, ...]
+    dream_changes: tuple[GraphDreamChange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +106,8 @@ class UserGraph:
 def user_graph(session_maps: Iterable[Mapping[str, Any]], fact_maps: Iterable[Mapping[str, Any]]) -> UserGraph:
     """A UserGraph from plain maps: sessions ``{id, date, messages: [{id, index, text}]}`` and facts
     ``{id, text, session_id, confirmed_in: [session ids], links: [{relation, old_fact_id, session_id, stage,
-    overtaken}]}`` (the replacement links out of the fact)."""
+    overtaken}], dream_changes: [{change, session_id, from_topic}]}`` (the replacement links out of the fact, the
+    changes dreams recorded on it)."""
     sessions = {
         s["id"]: GraphSession(
             id=s["id"], day=_day(s["date"]),
@@ -106,8 +119,10 @@ def user_graph(session_maps: Iterable[Mapping[str, Any]], fact_maps: Iterable[Ma
     facts: dict[str, GraphFact] = {}
     links: list[GraphLink] = []
     for f in fact_maps:
+        changes = tuple(GraphDreamChange(change=DreamChange(c["change"]), session_id=c["session_id"],
+                                         from_topic=c.get("from_topic")) for c in f.get("dream_changes") or ())
         facts[f["id"]] = GraphFact(id=f["id"], text=f["text"], session_id=f["session_id"],
-                                   confirmed_in=tuple(f["confirmed_in"]))
+                                   confirmed_in=tuple(f["confirmed_in"]), dream_changes=changes)
         links += [GraphLink(relation=x["relation"], new_fact_id=f["id"], old_fact_id=x["old_fact_id"],
                             session_id=x["session_id"], stage=x["stage"], overtaken=bool(x["overtaken"]))
                   for x in f["links"]]
@@ -122,11 +137,13 @@ def _day(value: Any) -> date:
 
 @dataclass(frozen=True)
 class UndoPlan:
-    """What the store does: delete ``session_ids`` (everything they wrote) and make ``restored_fact_ids`` current."""
+    """What the store does: delete ``session_ids`` (everything they wrote), make ``restored_fact_ids`` current and
+    give the facts of ``topic_reverts`` (fact id, topic) their topic before a dream classified them."""
 
     report: UndoReport
     session_ids: tuple[str, ...]
     restored_fact_ids: tuple[str, ...]
+    topic_reverts: tuple[tuple[str, str], ...]
     removes_user: bool  # no session would be left: the user goes too, as if never written
 
     def traces(self, undone_at: datetime) -> list[UndoneSession]:
@@ -173,6 +190,7 @@ def plan_undo(graph: UserGraph, user_id: str, session_id: str, *, dry_run: bool)
     return UndoPlan(
         report=report, session_ids=tuple(order),
         restored_fact_ids=tuple(sorted({f.fact_id for s in sessions for f in s.restored})),
+        topic_reverts=_topic_reverts(graph, order),
         removes_user=taken == set(graph.sessions),
     )
 
@@ -195,6 +213,8 @@ def dependencies(graph: UserGraph) -> set[UndoDependency]:
     for fact in graph.facts.values():
         for session_id in fact.confirmed_in:
             involves(session_id, fact.id, DependencyKind.CONFIRMED)
+        for change in fact.dream_changes:
+            involves(change.session_id, fact.id, _KIND_OF_DREAM_CHANGE[change.change])
     for link in graph.links:
         kind = DependencyKind.OVERTAKEN if link.overtaken else _KIND_OF_RELATION[link.relation]
         writer = graph.writer(link)
@@ -259,6 +279,8 @@ def session_undo(graph: UserGraph, session_id: str, taken: set[str]) -> SessionU
     written = [link for link in graph.links if graph.writer(link) == session_id]
     restored = [link.old_fact_id for link in written
                 if link.relation in _ENDING_RELATIONS and _ended_only_by(graph, link.old_fact_id, taken)]
+    restored += [f.id for f in graph.facts.values()
+                 if any(c.change is DreamChange.EXPIRED and c.session_id == session_id for c in f.dream_changes)]
     session = graph.sessions[session_id]
 
     def kept(fact_ids: Iterable[str]) -> tuple[UndoneFact, ...]:
@@ -270,9 +292,27 @@ def session_undo(graph: UserGraph, session_id: str, taken: set[str]) -> SessionU
         restored=kept(restored),
         withdrawn_confirmations=kept(f.id for f in graph.facts.values() if session_id in f.confirmed_in),
         withdrawn_disputes=kept(link.old_fact_id for link in written if link.relation == "contradicts"),
+        reclassified=kept(f.id for f in graph.facts.values()
+                          if any(c.change is DreamChange.CLASSIFIED and c.session_id == session_id
+                                 for c in f.dream_changes)),
         message_ids=tuple(m.id for m in session.messages),
         messages=tuple(m.text for m in session.messages if m.text is not None),
     )
+
+
+def _topic_reverts(graph: UserGraph, order: list[str]) -> tuple[tuple[str, str], ...]:
+    """Each fact a dream of the undo classified, with its topic before the first of them (undone last)."""
+    taken = set(order)
+    reverts: dict[str, str] = {}
+    for session_id in order:  # newest first: the oldest classification's topic is the one left
+        for fact in graph.facts.values():
+            if fact.session_id in taken:
+                continue
+            for change in fact.dream_changes:
+                if change.change is DreamChange.CLASSIFIED and change.session_id == session_id:
+                    assert change.from_topic is not None, "a classification records the topic before it"
+                    reverts[fact.id] = change.from_topic
+    return tuple(sorted(reverts.items()))
 
 
 def _ended_only_by(graph: UserGraph, fact_id: str, taken: set[str]) -> bool:

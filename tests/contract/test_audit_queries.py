@@ -716,3 +716,34 @@ def test_the_timeline_graph_shows_the_trace_of_an_undone_session_on_its_day(
         SEP, user, {"UndoneSession"}, "s-sep", 1)
     assert [x.type for x in undone["path"].relationships] == ["UNDID"]
     assert "session" not in {r["part"] for r in rows if r["at"] == SEP}  # the session itself is gone
+
+
+# ---------------------------------------------------------------------------------------------- dreams
+
+
+def test_a_dream_is_listed_with_its_changes_and_passes_every_integrity_check(
+    driver: neo4j.Driver, store: Neo4jStore
+) -> None:
+    user = new_user("audit-dream")
+    first = SessionBuilder(user, "s-1", FEB)
+    lyon = first.fact("Lives in Lyon", "location", vec(1))  # a topic from before the attributes
+    vegan = first.fact("Is vegan", "diet", vec(2))
+    train = first.fact("Is on the train right now", "current_activity", vec(3), kind=FactKind.MOMENT)
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", SEP)
+    porto = second.fact("Lives in Porto", "home_location", vec(4))
+    strict = second.fact("Follows a strict vegan diet", "diet", vec(5), inferred=True)
+    store.apply(second.build())
+    plan = MemoryReader(store, user).dream()
+    assert plan.session_id is not None
+
+    [dream] = run(driver, "audit_dream_sessions", user_id=user)
+    assert (dream["session_id"], dream["date"], dream["merged"], dream["resolved"], dream["waiting_review"],
+            dream["expired"], dream["classified"]) == (plan.session_id, SEP, 1, 1, 0, 1, 1)
+    changes = run(driver, "audit_session_changes", user_id=user, session_id=plan.session_id)
+    assert [(r["change"], r["fact_id"], r["cause_fact_id"], r["stage"]) for r in changes] == [
+        ("classified", lyon, None, None), ("retired", lyon, porto, "dream_resolved"),
+        ("expired", train, None, None), ("expired", strict, vegan, "dream_merged")]
+    assert run(driver, "audit_ended_without_cause", user_id=user) == []
+    for check in INTEGRITY:
+        assert run(driver, check, user_id=user) == [], check

@@ -936,7 +936,7 @@ def test_neo4j_delegates_to_the_local_server_control(no_model_env: dict[str, str
 # ---------------------------------------------------------------------------------------------- dream
 
 
-def test_dream_dry_run_lists_each_proposal_and_its_decision_and_changes_nothing(
+def test_dream_dry_run_lists_each_proposal_then_dream_applies_them_and_undo_reverts(
     no_model_env: dict[str, str], tmp_path: Path
 ) -> None:
     path, user = tmp_path / "legacy.json", new_user("dream")
@@ -960,6 +960,15 @@ def test_dream_dry_run_lists_each_proposal_and_its_decision_and_changes_nothing(
                         "  why     'location' was written before the attributes; it means home_location"]
     assert "  retires Lives in Lyon" in text and "  keeps   Lives in Porto" in text
     assert text[-1] == "3 to apply, 0 for review, 0 rejected; nothing was changed (dry run)"
-    refused = run(no_model_env, "dream", "--store", embedded(path), "--user", user)
-    assert refused.code == 2 and "--dry-run" in refused.err
+    assert memory_of(no_model_env, embedded(path), user) == before
+
+    applied = ok(run(no_model_env, "dream", "--store", embedded(path), "--user", user)).out.splitlines()
+    session = applied[-1].split("dream session ")[1].split(" ")[0]
+    assert applied[-1] == (f"3 applied, 0 applied and waiting in 'lastknown review', 0 rejected: dream session "
+                           f"{session} (undo: lastknown undo {session})")
+    assert "Lives in Lyon" not in ok(run(no_model_env, "context", "--store", embedded(path), "--user", user)).out.split(
+        "No longer true")[0]
+    again = ok(run(no_model_env, "dream", "--store", embedded(path), "--user", user)).out
+    assert again == "nothing to consolidate: no proposal\n"
+    ok(run(no_model_env, "undo", session, "--store", embedded(path), "--user", user))
     assert memory_of(no_model_env, embedded(path), user) == before

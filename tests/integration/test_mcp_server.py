@@ -217,7 +217,7 @@ def test_remembered_facts_reach_the_context_and_a_change_retires_the_old_one(
     async def scenario(client: Client) -> None:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert names == {"remember", "remember_status", "context", "premise_notes", "find", "timeline", "as_of",
-                         "correct", "review", "review_decide", "dream_plan", "forget", "forget_about"}
+                         "correct", "review", "review_decide", "dream_plan", "dream", "forget", "forget_about"}
         first = await call(client, "remember", messages=FEB, date="2024-02-10", session="s-feb")
         assert first["status"] == "written"
         assert {a["text"] for a in first["report"]["added"]} == {"Lives in Portland", "Does not mind the rain"}
@@ -377,6 +377,14 @@ def test_the_review_queue_lists_an_inferred_retirement_and_keep_old_restores_it(
         assert "ReviewDecidedError" in await refused(client, "review_decide", retirement_id=item["retirement_id"],
                                                      keep_old=False)
         assert (await call(client, "review"))["queue"] == []
+        planned = (await call(client, "dream_plan"))["plan"]
+        applies = any(d["verdict"] != "reject" for d in planned["decisions"])
+        timeline = await call(client, "timeline")
+        dreamt = (await call(client, "dream"))["plan"]
+        assert [d["verdict"] for d in dreamt["decisions"]] == [d["verdict"] for d in planned["decisions"]]
+        assert (dreamt["session_id"] is not None) == applies
+        assert (await call(client, "timeline") != timeline) == applies
+        assert (await call(client, "dream"))["plan"]["session_id"] is None  # nothing left to consolidate
 
     drive(transport, ["--user", user, "--store", store], model_env, scenario)
 

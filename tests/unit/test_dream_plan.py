@@ -3,14 +3,15 @@ decision on each, including proposals the rules never make (as a model might): t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
 
 import pytest
 
-from lastknown_graph.domain.attributes import AttributeTable
+from lastknown_graph.domain.attributes import Attribute, AttributeTable
 from lastknown_graph.domain.dream import DreamProposal, DreamVerdict, ProposalKind, ProposedBy
 from lastknown_graph.domain.models import Fact, FactKind, FactStatus
-from lastknown_graph.pipeline.dream import plan_dream, validate
+from lastknown_graph.pipeline.dream import LabelSupport, plan_dream, validate
 
 TABLE = AttributeTable()
 APPLY, REVIEW, REJECT = DreamVerdict.APPLY, DreamVerdict.REVIEW, DreamVerdict.REJECT
@@ -158,3 +159,59 @@ def test_the_rules_propose_nothing_harmful_on_the_traps() -> None:
     assert [(d.proposal.kind, d.proposal.fact_ids, d.proposal.keep_fact_id) for d in plan.with_verdict(APPLY)] == [
         (ProposalKind.RESOLVE, ("oslo",), "home")]  # Leeds stays; Pagora (same day) is left; Joost's move is his
     assert [(d.proposal.kind, d.proposal.fact_ids) for d in plan.with_verdict(REVIEW)] == []
+
+
+# ---------------------------------------------------------------------------------------------- the model's proposals
+
+
+def by_model(fact_id: str, topic: str) -> DreamProposal:
+    return DreamProposal(kind=ProposalKind.CLASSIFY, fact_ids=(fact_id,), topic=topic, proposed_by=ProposedBy.MODEL,
+                         reason="the model read it so")
+
+
+def test_a_models_one_valued_label_needs_the_words_support_and_what_it_resolves_waits_for_the_user() -> None:
+    """The write's label check decides a model's one-valued label; a value ended through that label is the user's
+    to confirm, whichever side the model filed: a wrong label must never retire a true fact unseen."""
+    facts = [fact("insurer", "Tests software for an insurance company", "other", "2024-02-05"),
+             fact("mechanic", "Works as a mechanic in a bicycle workshop", "job_title", "2024-10-07"),
+             fact("choir", "Sings on Wednesday nights in a choir", "other", "2024-03-01")]
+    proposals = [by_model("insurer", "job_title"), by_model("choir", "hobby")]
+    asked: list[tuple[str, str, tuple[str, ...]]] = []
+
+    def support(answer: bool) -> LabelSupport:
+        def check(fact: Fact, attribute: Attribute, held: Sequence[str]) -> bool:
+            asked.append((fact.id, attribute.name, tuple(held)))
+            return answer
+        return check
+
+    refused = plan_dream("dreamer", facts, TABLE, model_proposals=proposals, label_support=support(False),
+                         model_calls=1)
+    assert [(d.proposal.fact_ids, d.verdict) for d in refused.decisions] == [
+        (("insurer",), REJECT), (("choir",), APPLY)]
+    assert "do not support job_title" in refused.decisions[0].reason and refused.model_calls == 1
+    assert asked == [("insurer", "job_title", ("Works as a mechanic in a bicycle workshop",))]  # only one-valued
+
+    supported = plan_dream("dreamer", facts, TABLE, model_proposals=proposals, label_support=support(True))
+    assert [(d.proposal.kind, d.proposal.fact_ids, d.proposal.keep_fact_id, d.verdict)
+            for d in supported.decisions] == [
+        (ProposalKind.CLASSIFY, ("insurer",), None, APPLY), (ProposalKind.CLASSIFY, ("choir",), None, APPLY),
+        (ProposalKind.RESOLVE, ("insurer",), "mechanic", REVIEW)]
+    assert "a model filed 'Tests software for an insurance company' under job_title" in supported.decisions[2].reason
+
+    unchecked = plan_dream("dreamer", facts, TABLE, model_proposals=proposals)  # no embedder: no label check
+    assert unchecked.decisions[0].verdict is REJECT
+
+
+@pytest.mark.parametrize(("text", "kind", "topic", "why"), [
+    ("Kiwi learned to whistle", FactKind.STATE, "name", "is about Kiwi"),  # a pet's name is no name of the user's
+    ("Lumen approved my leave", FactKind.STATE, "employer", "is about Lumen"),
+    ("Is boarding a ferry", FactKind.MOMENT, "hobby", "holds lasting states"),
+    ("Keeps a diary", FactKind.STATE, "current_activity", "holds moments"),
+    ("Keeps a diary", FactKind.STATE, "diary_keeping", "is no attribute"),
+    ("Keeps a diary", FactKind.STATE, "other", "is no attribute"),
+])
+def test_a_models_classification_the_validator_refuses(text: str, kind: FactKind, topic: str, why: str) -> None:
+    facts = [fact("x", text, "other", kind=kind)]
+    [decision] = plan_dream("dreamer", facts, TABLE, model_proposals=[by_model("x", topic)],
+                            label_support=lambda *_: True).decisions
+    assert decision.verdict is REJECT and why in decision.reason

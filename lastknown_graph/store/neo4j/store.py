@@ -22,7 +22,9 @@ from lastknown_graph.domain.models import (
     NO_FILTER,
     CandidateProbe,
     DeletionReport,
+    DreamWrite,
     ExportedConfirmation,
+    ExportedDreamChange,
     ExportedFact,
     ExportedMessage,
     ExportedReplacement,
@@ -39,6 +41,7 @@ from lastknown_graph.domain.models import (
     ReviewVerdict,
     ScoredFact,
     ScoredSentence,
+    SessionKind,
     SessionWrite,
     SourceMessage,
     TimelineEvent,
@@ -291,7 +294,7 @@ class Neo4jStore:
                     raise StaleStateError(f"facts {missing!r} are not current facts of user {change.user_id!r}")
             self._refuse_used_ids(tx, [f.id for f in change.new_facts], [m.id for m in change.messages])
             self._run(tx, "write_session", **common, **checks_to_props(session.checks), digest=session.digest,
-                      messages=[
+                      kind=None, messages=[
                 {"id": m.id, "index": m.index, "role": str(m.role), "text": m.text,
                  "sentence_vectors_f32": _sentence_vectors_bytes(m.sentence_embeddings)} for m in change.messages
             ])
@@ -324,6 +327,38 @@ class Neo4jStore:
             return WriteOutcome(applied=True, already_written=False)
 
         return self._write(f"write session {session.id!r}", work)
+
+    def apply_dream(self, change: DreamWrite) -> WriteOutcome:
+        session = change.session
+        common = {"user_id": change.user_id, "session_id": session.id, "date": session.date,
+                  "recorded_at": change.recorded_at}
+
+        def work(tx: ManagedTransaction) -> WriteOutcome:
+            lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
+            if lock[0]["already_written"]:
+                return WriteOutcome(applied=False, already_written=True)
+            change.require_planned_from(lock[0]["revision"])
+            touched = change.touched_fact_ids
+            current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
+                                                      fact_ids=touched)}
+            missing = [fact_id for fact_id in touched if fact_id not in current]
+            if missing:
+                raise StaleStateError(f"facts {missing!r} are not current facts of user {change.user_id!r}")
+            self._run(tx, "write_session", **common, **checks_to_props(session.checks), digest=session.digest,
+                      kind=str(SessionKind.DREAM), messages=[])
+            self._run(tx, "write_dream_changes", **common,
+                      expiries=[e.model_dump() for e in change.expiries],
+                      classifications=[c.model_dump() for c in change.classifications])
+            if change.retirements:
+                self._run(tx, "write_retirements", **common, retirements=[
+                    r.model_dump(mode="python") for r in change.retirements
+                ])
+            if change.merges:
+                self._run(tx, "write_expiries", **common, expiries=[m.model_dump() for m in change.merges])
+            self._run(tx, "bump_user_revision", user_id=change.user_id)
+            return WriteOutcome(applied=True, already_written=False)
+
+        return self._write(f"write dream {session.id!r}", work)
 
     def delete_facts(self, user_id: str, fact_ids: Collection[str]) -> DeletionReport:
         check_identifier(user_id)
@@ -372,7 +407,8 @@ class Neo4jStore:
             plan = plan_undo(self._undo_graph(tx, user_id), user_id, session_id, dry_run=False)
             plan.refuse_unless(cascade)
             self._run(tx, "undo_sessions", user_id=user_id, session_ids=list(plan.session_ids),
-                      restored_fact_ids=list(plan.restored_fact_ids))
+                      restored_fact_ids=list(plan.restored_fact_ids),
+                      topic_reverts=[{"fact_id": fact_id, "topic": topic} for fact_id, topic in plan.topic_reverts])
             if plan.removes_user:
                 self._run(tx, "delete_user", user_id=user_id)  # with the traces of earlier undos
             else:
@@ -398,6 +434,7 @@ class Neo4jStore:
     def review_queue(self, user_id: str, band: float, stable_domains: frozenset[str]) -> list[ReviewItem]:
         rows = self._query("review_queue", user_id=check_identifier(user_id), band=float(band),
                            verdict_stages=[str(stage) for stage in VERDICT_STAGES], evidence_stage=str(Stage.EVIDENCE),
+                           dream_review_stage=str(Stage.DREAM_REVIEW),
                            stable_domains=sorted(stable_domains))
         items = []
         for row in rows:
@@ -474,6 +511,7 @@ class Neo4jStore:
             self._run(
                 tx, "import_user", user_id=export.user_id,
                 sessions=[{"id": s.id, "date": s.date, "digest": s.digest, "recorded_at": s.recorded_at,
+                           "kind": None if s.kind is SessionKind.CONVERSATION else str(s.kind),
                            **checks_to_props(s.checks)} for s in export.sessions],
                 messages=[m.model_dump(mode="python", exclude={"sentence_embeddings"})
                           | {"role": str(m.role),
@@ -491,6 +529,7 @@ class Neo4jStore:
                 confirmations=[c.model_dump() for c in export.confirmations],
                 replacements=[r.model_dump() | {"review": str(r.review) if r.review is not None else None}
                               for r in export.replacements],
+                dream_changes=[c.model_dump() | {"change": str(c.change)} for c in export.dream_changes],
             )
 
         self._write(f"import user {export.user_id!r}", work)
@@ -793,13 +832,14 @@ class Neo4jStore:
                           fact_rows: list[dict[str, Any]]) -> UserExport:
         sessions = [
             ExportedSession(id=row["id"], date=to_day(row["date"]), checks=checks_from_props(row),
-                            digest=row.get("digest"), recorded_at=to_moment_or_none(row.get("recorded_at")))
+                            digest=row.get("digest"), recorded_at=to_moment_or_none(row.get("recorded_at")),
+                            kind=row.get("kind") or SessionKind.CONVERSATION)
             for row in session_rows
         ]
         messages = [ExportedMessage(**{name: value for name, value in m.items() if name != "sentence_vectors_f32"},
                                     sentence_embeddings=_sentence_vectors(m.get("sentence_vectors_f32"), m["text"]))
                     for row in session_rows for m in row["messages"]]
-        facts, confirmations, replacements = [], [], []
+        facts, confirmations, replacements, dream_changes = [], [], [], []
         for row in fact_rows:
             f = row["fact"]
             facts.append(ExportedFact(
@@ -817,7 +857,9 @@ class Neo4jStore:
                                                                  "reviewed_at": to_moment_or_none(r["reviewed_at"])})
                 for r in row["replacements"]
             ]
-        return assembled_export(user_id, sessions, messages, facts, confirmations, replacements)
+            dream_changes += [ExportedDreamChange(fact_id=f["id"], **d | {"at": to_day(d["at"])})
+                              for d in row["dream_changes"]]
+        return assembled_export(user_id, sessions, messages, facts, confirmations, replacements, dream_changes)
 
     def list_users(self) -> list[str]:
         return [row["id"] for row in self._query("list_users")]

@@ -1,0 +1,178 @@
+"""A dream applied on both stores (Neo4j real): one session of its own that changes only what the validator allowed,
+reads back the same through every read, survives export and import, and is undone exactly."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from lastknown_graph import MemoryReader, Store
+from lastknown_graph.domain.dream import DreamVerdict, ProposalKind
+from lastknown_graph.domain.models import (
+    DreamExpiry,
+    DreamWrite,
+    FactKind,
+    FactStatus,
+    ReviewReason,
+    SessionKind,
+    SessionRecord,
+    TimelineEventKind,
+    UserExport,
+)
+from lastknown_graph.domain.stages import Stage
+from lastknown_graph.errors import StaleStateError, UndoConflictError
+from tests.builders import SessionBuilder, new_user, vec
+
+
+def _comparable(export: UserExport) -> dict[str, object]:
+    return export.model_dump(exclude={"exported_at"})
+
+
+def _legacy_memory(store: Store) -> tuple[str, dict[str, str]]:
+    """A memory with a home under a topic from before the attributes and again under its attribute, one diet said
+    twice, and a moment of a past day."""
+    user = new_user("dream")
+    first = SessionBuilder(user, "s-1", date(2023, 1, 5))
+    ids = {
+        "lyon": first.fact("Lives in Lyon", "location", vec(1)),
+        "vegan": first.fact("Is vegan", "diet", vec(2)),
+        "train": first.fact("Is on the train right now", "current_activity", vec(3), kind=FactKind.MOMENT),
+    }
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2024, 2, 1))
+    ids["porto"] = second.fact("Lives in Porto", "home_location", vec(4))
+    ids["strict"] = second.fact("Follows a strict vegan diet", "diet", vec(5), inferred=True)
+    store.apply(second.build())
+    return user, ids
+
+
+def test_a_dream_changes_what_its_plan_allows_and_undo_restores_the_export(store: Store) -> None:
+    user, ids = _legacy_memory(store)
+    before = store.export_user(user)
+    revision = store.user_revision(user)
+    reader = MemoryReader(store, user)
+
+    plan = reader.dream()
+
+    assert plan.session_id is not None and plan.session_id.startswith("dream-")
+    assert [d.verdict for d in plan.decisions] == [DreamVerdict.APPLY] * 4
+    assert store.user_revision(user) == revision + 1
+    status = {f.fact.id: (f.fact.status, f.fact.topic) for f in store.history(user)}
+    assert status == {
+        ids["lyon"]: (FactStatus.RETIRED, "home_location"),  # classified, then resolved by the later home
+        ids["porto"]: (FactStatus.CURRENT, "home_location"),
+        ids["vegan"]: (FactStatus.CURRENT, "diet"),
+        ids["strict"]: (FactStatus.EXPIRED, "diet"),  # merged into the stated text
+        ids["train"]: (FactStatus.EXPIRED, "current_activity"),
+    }
+    after = store.export_user(user)
+    [dream] = [s for s in after.sessions if s.kind is SessionKind.DREAM]
+    assert dream.id == plan.session_id and dream.date == date(2024, 2, 1) and dream.recorded_at is not None
+    assert not [m for m in after.messages if m.session_id == dream.id]
+    links = {(r.relation, r.new_fact_id, r.old_fact_id, r.stage) for r in after.replacements}
+    assert links == {("supersedes", ids["porto"], ids["lyon"], Stage.DREAM_RESOLVED),
+                     ("expires", ids["vegan"], ids["strict"], Stage.DREAM_MERGED)}
+    assert {(c.change, c.fact_id, c.from_topic, c.to_topic) for c in after.dream_changes} == {
+        ("classified", ids["lyon"], "location", "home_location"), ("expired", ids["train"], None, None)}
+
+    events = {(e.kind, e.fact_id) for e in store.timeline(user) if e.session_id == dream.id}
+    assert events == {(TimelineEventKind.CLASSIFIED, ids["lyon"]), (TimelineEventKind.RETIRED, ids["lyon"]),
+                      (TimelineEventKind.EXPIRED, ids["strict"]), (TimelineEventKind.EXPIRED, ids["train"])}
+    context = reader.context()
+    past = context.split("No longer true")[1]
+    assert "Lives in Lyon" in past and "strict vegan" not in context  # a merged copy is no ended fact
+    assert reader.dream().session_id is None  # nothing left to change: nothing written
+    assert store.user_revision(user) == revision + 1
+
+    report = reader.undo(plan.session_id)
+    assert report.sessions[0].reclassified[0].fact_id == ids["lyon"]
+    assert {f.fact_id for f in report.sessions[0].restored} == {ids["lyon"], ids["strict"], ids["train"]}
+    assert _comparable(store.export_user(user)) == _comparable(before)
+
+
+def test_an_export_with_a_dream_imports_and_reads_the_same(store: Store) -> None:
+    user, _ = _legacy_memory(store)
+    MemoryReader(store, user).dream()
+    exported = store.export_user(user)
+    timeline = store.timeline(user)
+    history = store.history(user)
+    store.delete_user(user)
+
+    store.import_user(exported)
+
+    assert _comparable(store.export_user(user)) == _comparable(exported)
+    assert store.timeline(user) == timeline
+    assert store.history(user) == history
+
+
+def test_undoing_a_conversation_the_dream_built_on_takes_the_dream_along(store: Store) -> None:
+    user, _ = _legacy_memory(store)
+    reader = MemoryReader(store, user)
+    plan = reader.dream()
+    assert plan.session_id is not None
+
+    with pytest.raises(UndoConflictError) as refused:
+        reader.undo("s-2")
+    assert refused.value.dependants == (plan.session_id,)
+
+    report = reader.undo("s-2", cascade=True)
+    assert [s.session_id for s in report.sessions] == [plan.session_id, "s-2"]
+    current = {(f.text, f.topic) for f in store.current_facts(user)}
+    assert current == {("Lives in Lyon", "location"), ("Is vegan", "diet"),
+                       ("Is on the train right now", "current_activity")}
+
+
+def test_the_memory_before_a_dream_reads_as_it_was(store: Store) -> None:
+    user, ids = _legacy_memory(store)
+    reader = MemoryReader(store, user)
+    just_before = datetime.now(UTC)
+    reader.dream()
+
+    then = {e.fact.id: (e.fact.status, e.fact.topic) for e in reader.history(known_at=just_before)}
+
+    assert then[ids["lyon"]] == (FactStatus.CURRENT, "location")
+    assert then[ids["train"]] == (FactStatus.CURRENT, "current_activity")
+    assert then[ids["strict"]] == (FactStatus.CURRENT, "diet")
+    now = {e.fact.id: e.fact.status for e in reader.history(known_at=datetime.now(UTC) + timedelta(seconds=1))}
+    assert now[ids["train"]] is FactStatus.EXPIRED
+
+
+def test_an_implied_value_resolving_a_stated_one_waits_in_the_review_queue(store: Store) -> None:
+    user = new_user("dream")
+    first = SessionBuilder(user, "s-1", date(2023, 3, 1))
+    stated = first.fact("Works as a baker", "job_title", vec(11))
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2023, 9, 1))
+    implied = second.fact("Works as a pastry chef", "job_title", vec(12), inferred=True)
+    store.apply(second.build())
+    reader = MemoryReader(store, user)
+
+    plan = reader.dream()
+
+    [resolve] = [d for d in plan.decisions if d.proposal.kind is ProposalKind.RESOLVE]
+    assert resolve.verdict is DreamVerdict.REVIEW
+    [item] = reader.review()
+    assert (item.old.id, item.new.id, item.stage, item.doubts) == (stated, implied, Stage.DREAM_REVIEW,
+                                                                   (ReviewReason.DREAM,))
+
+
+def test_a_dream_planned_from_another_revision_or_naming_an_ended_fact_changes_nothing(store: Store) -> None:
+    user, ids = _legacy_memory(store)
+    before = store.export_user(user)
+    revision = store.user_revision(user)
+
+    def dream(fact_id: str, based_on: int) -> DreamWrite:
+        return DreamWrite(user_id=user, session=SessionRecord(id="dream-x", date=date(2024, 2, 1),
+                                                              kind=SessionKind.DREAM),
+                          recorded_at=datetime.now(UTC), expiries=(DreamExpiry(fact_id=fact_id, reason="test"),),
+                          based_on_revision=based_on)
+
+    with pytest.raises(StaleStateError):
+        store.apply_dream(dream(ids["train"], revision - 1))
+    store.apply(SessionBuilder(user, "s-3", date(2024, 3, 1)).build())  # a conversation with no fact
+    with pytest.raises(StaleStateError):
+        store.apply_dream(dream("no-such-fact", revision + 1))
+    assert not store.session_exists(user, "dream-x")
+    after = store.export_user(user)
+    assert (after.facts, after.replacements, after.dream_changes) == (before.facts, before.replacements, ())
