@@ -54,7 +54,7 @@ from lastknown_graph.domain.models import (
     SessionRecord,
 )
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.pipeline.grounding import opening_name
+from lastknown_graph.pipeline.grounding import about_someone_named, opening_name
 from lastknown_graph.pipeline.value_rules import (
     NUMBER_WORDS,
     ValueRelation,
@@ -139,7 +139,7 @@ def _merges_and_resolutions(facts: Sequence[Fact], table: AttributeTable) -> lis
             proposals.append(DreamProposal(kind=ProposalKind.MERGE, fact_ids=merged, keep_fact_id=keep.id,
                                            reason=f"the same {name} said {len(same)} ways"))
             left = [f for f in left if f.id not in merged]
-        left = [f for f in left if opening_name(f.text) is None]  # someone else's fact is no value of the user's
+        left = [f for f in left if _someone(f, facts) is None]  # someone else's fact is no value of the user's
         if attribute.one_valued and len(left) > 1:
             # Values said on the newest day stay: nothing tells which of two said the same day is current.
             newest_day = max(f.valid_from for f in left)
@@ -211,8 +211,8 @@ def validate(proposal: DreamProposal, facts: Sequence[Fact], table: AttributeTab
         return _decided(proposal, DreamVerdict.REJECT,
                         f"facts of different attributes: {', '.join(sorted(attributes))}")
     if proposal.kind is ProposalKind.MERGE:
-        return _merge(proposal, keep, changed, _attribute(keep, table))
-    return _resolve(proposal, keep, changed, _attribute(keep, table), evidence)
+        return _merge(proposal, keep, changed, facts, _attribute(keep, table))
+    return _resolve(proposal, keep, changed, facts, _attribute(keep, table), evidence)
 
 
 def _attribute(fact: Fact, table: AttributeTable) -> Attribute:
@@ -233,7 +233,7 @@ def _classify(proposal: DreamProposal, changed: list[Fact], facts: Sequence[Fact
     attribute = table.attributes[proposal.topic]
     if fact.topic in table.attributes and fact.topic != OTHER:
         return _decided(proposal, DreamVerdict.REJECT, f"the fact has an attribute already ({fact.topic})")
-    someone = opening_name(fact.text)
+    someone = _someone(fact, facts)
     if someone is not None and attribute.one_valued:
         return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}: never one of the user's "
                         "one-valued attributes")
@@ -241,8 +241,13 @@ def _classify(proposal: DreamProposal, changed: list[Fact], facts: Sequence[Fact
         holds = "moments" if attribute.moment else "lasting states"
         return _decided(proposal, DreamVerdict.REJECT, f"{proposal.topic} holds {holds}, and the fact is a {fact.kind}")
     if proposal.proposed_by is ProposedBy.MODEL and attribute.one_valued:
-        held = [f.text for f in facts if f.id != fact.id and table.resolve(f.topic).name == attribute.name]
-        if evidence.label_support is None or not evidence.label_support(fact, attribute, held):
+        held = [f for f in facts if f.id != fact.id and table.resolve(f.topic).name == attribute.name]
+        # The write filed it under other, not here: a model's label may not end what the user said before it.
+        earlier = [f for f in held if f.valid_from <= fact.valid_from]
+        if earlier:
+            return _decided(proposal, DreamVerdict.REJECT, f"filed under {proposal.topic}, it would end "
+                            f"'{earlier[0].text}', said before it: only the user's own words may")
+        if evidence.label_support is None or not evidence.label_support(fact, attribute, [f.text for f in held]):
             return _decided(proposal, DreamVerdict.REJECT, f"the fact's words do not support {proposal.topic}: "
                             "its description is not among the closest to them, and they resemble no value it holds")
         return _decided(proposal, DreamVerdict.APPLY, f"{proposal.topic} is one-valued, and the fact's words "
@@ -261,8 +266,9 @@ def _expire(proposal: DreamProposal, changed: list[Fact], table: AttributeTable)
     return _decided(proposal, DreamVerdict.APPLY, "a moment of a past day")
 
 
-def _merge(proposal: DreamProposal, keep: Fact, changed: list[Fact], attribute: Attribute) -> DreamDecision:
-    someone = _about_someone(keep, changed)
+def _merge(proposal: DreamProposal, keep: Fact, changed: list[Fact], facts: Sequence[Fact],
+           attribute: Attribute) -> DreamDecision:
+    someone = _about_someone([keep, *changed], facts)
     if someone is not None:
         return _decided(proposal, DreamVerdict.REJECT, someone)
     members = [keep, *changed]
@@ -284,12 +290,24 @@ def _merge(proposal: DreamProposal, keep: Fact, changed: list[Fact], attribute: 
                     "kept")
 
 
-def _about_someone(keep: Fact, changed: list[Fact]) -> str | None:
+def _about_someone(members: list[Fact], facts: Sequence[Fact]) -> str | None:
     """Why a merge or resolve must not touch these facts: one of them is about someone named, not the user."""
-    for fact in [keep, *changed]:
-        someone = opening_name(fact.text)
+    for fact in members:
+        someone = _someone(fact, facts)
         if someone is not None:
             return f"'{fact.text}' is about {someone}, not the user"
+    return None
+
+
+def _someone(fact: Fact, facts: Sequence[Fact]) -> str | None:
+    """The name a fact opens with when it is about someone else: a word that reads as a name, or one the user's
+    other facts write capitalised inside a sentence, even when it ends like a verb ("Has a brother named Tomas" makes
+    "Tomas is moving to Lisbon" about Tomas)."""
+    named = opening_name(fact.text)
+    if named is not None:
+        return named
+    if about_someone_named(fact.text, [f.text for f in facts if f.id != fact.id]):
+        return fact.text.split()[0]
     return None
 
 
@@ -304,9 +322,9 @@ def _numbers(text: str) -> set[str]:
     return {term for term in specific_terms(text) if term.isdigit() or term in NUMBER_WORDS}
 
 
-def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], attribute: Attribute,
+def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], facts: Sequence[Fact], attribute: Attribute,
              evidence: Evidence) -> DreamDecision:
-    someone = _about_someone(keep, changed)
+    someone = _about_someone([keep, *changed], facts)
     if someone is not None:
         return _decided(proposal, DreamVerdict.REJECT, someone)
     if not attribute.one_valued:

@@ -215,3 +215,22 @@ def test_a_models_classification_the_validator_refuses(text: str, kind: FactKind
     [decision] = plan_dream("dreamer", facts, TABLE, model_proposals=[by_model("x", topic)],
                             label_support=lambda *_: True).decisions
     assert decision.verdict is REJECT and why in decision.reason
+
+
+def test_a_models_one_valued_label_never_ends_what_the_user_said_before_it() -> None:
+    """The write filed the fact under other, not under the attribute: a label the model gives it later may let the
+    fact end an older value only by the user's own words, never by the model's."""
+    facts = [fact("meatless", "Eats no meat", "diet", "2023-09-01"),
+             fact("grill", "Grills sausages at the allotment", "other", "2024-06-21")]
+    [decision] = plan_dream("dreamer", facts, TABLE, model_proposals=[by_model("grill", "diet")],
+                            label_support=lambda *_: True).decisions
+    assert decision.verdict is REJECT and "it would end 'Eats no meat'" in decision.reason
+
+
+def test_a_name_the_users_facts_write_inside_a_sentence_makes_a_fact_someone_elses() -> None:
+    """"Tomas" ends like a verb ("Hikes"), but "Has a brother named Tomas" writes it as a name."""
+    facts = [fact("brother", "Has a brother named Tomas", "family_member", "2024-02-01"),
+             fact("moving", "Tomas is moving to Lisbon", "other", "2024-03-15")]
+    [decision] = plan_dream("dreamer", facts, TABLE, model_proposals=[by_model("moving", "home_location")],
+                            label_support=lambda *_: True).decisions
+    assert decision.verdict is REJECT and "is about Tomas" in decision.reason
