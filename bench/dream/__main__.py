@@ -11,6 +11,10 @@ files what sits under ``other``, the rules do the rest, the validator decides. A
 the dream, a fact that must stay is no longer current (a retirement the validator sent to review does not count:
 the user decides it), a fact is current under an attribute it must never be under, or two facts that must stay apart
 were merged. The dream is then undone and the export compared with the one taken before it.
+
+Then the context a dream saves: the same dream on real memories (the three everyday-questions users as the small
+model wrote them, ``--memories``) and on the synthetic 100-fact user of ``bench/mature_user.py``, the length of
+``context()`` before and after (characters; the context's token budget counts four to a token).
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from bench._report import invocation, machine_lines, markdown_table, write_generated
+from bench.mature_user import mature_export
 from lastknown_graph import LLM, EmbeddedStore, LocalEmbedder, Memory
-from lastknown_graph.domain.dream import DreamPlan
+from lastknown_graph.domain.dream import DreamPlan, DreamVerdict
 from lastknown_graph.domain.models import (
     FactKind,
     FactStatus,
@@ -43,6 +48,9 @@ from lastknown_graph.testing import ModelCall, ScriptedModel
 
 DATA = Path(__file__).with_name("hostile.json")
 RESULTS = Path(__file__).resolve().parents[1] / "results"
+# Memories the small model wrote for the everyday-questions users (exports): real accumulations to consolidate.
+QA_MEMORIES = RESULTS / "qa" / "qwen2.5-coder-1.5b-labels" / "stores"
+MATURE_FACTS = 100
 
 
 def hostile() -> dict[str, Any]:
@@ -136,6 +144,25 @@ def dream_one(memory: dict[str, Any], fillers: list[str], llm: ChatModel, embedd
     }
 
 
+def context_saved(export: UserExport, llm: ChatModel, embedder: Embedder) -> dict[str, Any]:
+    """The user's context before and after a dream (characters), with the dream's calls; the dream is undone after."""
+    store = EmbeddedStore(None)
+    store.ensure_schema(embedder.dimension)
+    store.import_user(export)
+    memory = Memory(llm, embedder, export.user_id, store)
+    before = memory.context()
+    plan = memory.dream()
+    after = memory.context()
+    if plan.session_id is not None:
+        memory.undo(plan.session_id)
+    applied = [d for d in plan.decisions if d.verdict is not DreamVerdict.REJECT]
+    return {"user": export.user_id, "chars_before": len(before), "chars_after": len(after),
+            "shrink": round(1 - len(after) / len(before), 3), "applied": len(applied),
+            "by_kind": {kind: sum(1 for d in applied if d.proposal.kind == kind)
+                        for kind in sorted({d.proposal.kind for d in applied})},
+            "model_calls": plan.model_calls, "facts": sum(f.status is FactStatus.CURRENT for f in export.facts)}
+
+
 def run(args: argparse.Namespace) -> int:
     data = hostile()
     embedder = LocalEmbedder()
@@ -148,11 +175,18 @@ def run(args: argparse.Namespace) -> int:
         records.append(record)
         print(f"{record['id']}: {len(record['traps_applied'])} traps applied, {record['model_calls']} calls, "
               f"{record['seconds']} s", file=sys.stderr)
+    exports = [UserExport.model_validate_json(path.read_text(encoding="utf-8"))
+               for path in sorted(args.memories.glob("*.json"))]
+    exports.append(mature_export("mature-100", MATURE_FACTS, embedder.embed))
+    contexts = [context_saved(export, llm, embedder) for export in exports]
     applied = sum(len(r["traps_applied"]) for r in records)
     summary = {"model": name, "memories": len(records), "traps_applied": applied,
                "undo_restores_export": all(r["undo_restores_export"] for r in records),
                "model_calls_per_dream": round(sum(r["model_calls"] for r in records) / len(records), 2),
-               "seconds_per_dream": round(sum(r["seconds"] for r in records) / len(records), 1)}
+               "seconds_per_dream": round(sum(r["seconds"] for r in records) / len(records), 1),
+               "context_shrink": round(1 - sum(c["chars_after"] for c in contexts)
+                                       / sum(c["chars_before"] for c in contexts), 3),
+               "context_shrink_by_user": {c["user"]: c["shrink"] for c in contexts}}
     args.out.with_suffix(".summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     args.out.with_suffix(".jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
                                               encoding="utf-8")
@@ -170,6 +204,12 @@ def run(args: argparse.Namespace) -> int:
                      f"{' -> ' + d['topic'] if d['topic'] else ''}{' (keeps ' + d['keep'] + ')' if d['keep'] else ''}"
                      f" — {d['reason']}" for d in r["decisions"]) or "none"]
         for r in records])
+    lines += ["", f"Context saved by a dream: {summary['context_shrink']:.1%} of the characters of "
+              f"{len(contexts)} users (the dream undone after each)", ""]
+    lines += markdown_table(["user", "current facts", "context before", "after", "saved", "applied", "calls"], [
+        [c["user"], c["facts"], c["chars_before"], c["chars_after"], f"{c['shrink']:.1%}",
+         ", ".join(f"{n} {kind}" for kind, n in c["by_kind"].items()) or "none", c["model_calls"]]
+        for c in contexts])
     write_generated(args.out, "A dream on hostile memories", "\n".join(lines) + "\n")
     print(json.dumps(summary))
     return 0 if applied == 0 and summary["undo_restores_export"] else 1
@@ -182,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=900.0)
     parser.add_argument("--quick", action="store_true", help="the scripted adversary, for CI")
     parser.add_argument("--out", type=Path, default=None, help="report (default bench/results/dream-<model>.md)")
+    parser.add_argument("--memories", type=Path, default=QA_MEMORIES,
+                        help="exports of real memories to measure the context a dream saves on")
     args = parser.parse_args(argv)
     args.argv = argv
     if args.out is None:
