@@ -43,6 +43,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lastknown_graph.domain.dream import DreamPlan
 from lastknown_graph.domain.reports import ForgetReport, JobState, JobStatus, UserDeletion, WriteReport
 from lastknown_graph.durable_files import fsync_directory
 from lastknown_graph.errors import (
@@ -389,6 +390,24 @@ class BackgroundWriter:
             self._jobs.move_to_end(job.job_id)
             self._executor.submit(self._run, job)
             return PendingWrite(self, job)
+
+    def dream(self, *, user: str | None = None) -> Future[DreamPlan]:
+        """Queue ``Memory.dream()`` for ``user`` behind every write submitted before it (the one worker runs them in
+        order, so the dream consolidates what they wrote) and return a future of its plan. It is not spooled: a dream
+        holds none of the user's words, and one lost to a stop is run again. A failure is logged at ERROR and raised
+        by the future; the memory stays as it was."""
+        memory = self._memory_of(user)
+        with self._lock:
+            self._refuse_when_closed()
+            return self._executor.submit(self._dream, memory)
+
+    @staticmethod
+    def _dream(memory: Memory) -> DreamPlan:
+        try:
+            return memory.dream()
+        except Exception as exc:
+            logger.error("background dream for user %r failed, nothing was changed: %s", memory.user, error_line(exc))
+            raise
 
     # ------------------------------------------------------------------ inspecting and waiting
 

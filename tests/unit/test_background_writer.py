@@ -594,3 +594,44 @@ def test_a_session_undone_before_the_write_was_accepted_is_written_again(tmp_pat
     with BackgroundWriter(memory, spool_dir=spool) as writer:
         assert writer.submit(["I live in Lyon."], "2024-01-10", "s1").result(timeout=TIMEOUT_S).added
     assert [f.text for f in store.current_facts("ada")] == ["Lives in Lyon"]
+
+
+def test_a_dream_runs_after_the_writes_submitted_before_it(gate: Gate) -> None:
+    def respond(call: ModelCall) -> object:
+        if call.purpose == "extraction" and "train" in call.last_user_message:
+            return {"facts": [{"text": "Is on the train", "topic": "current_activity", "kind": "moment",
+                               "inferred": False, "evidence": [0]}]}
+        return gate(call)
+
+    memory = memory_with(respond)
+    with BackgroundWriter(memory) as writer:
+        writer.submit(["On the train now."], "2024-01-05", "s0")
+        writer.submit(["I live in Lyon."], "2024-01-10", "s1")  # held at the gate
+        dreamt = writer.dream()
+        assert gate.entered.wait(TIMEOUT_S)
+        assert not dreamt.done()
+        gate.open()
+        plan = dreamt.result(timeout=TIMEOUT_S)
+    # The moment is of a day before the latest write's: only a dream run after that write expires it.
+    assert [(d.proposal.kind, d.verdict) for d in plan.decisions] == [("expire", "apply")]
+    assert plan.session_id is not None and [f.text for f in memory.current()] == ["Lives in Lyon"]
+
+
+def test_a_failed_dream_is_logged_raised_by_its_future_and_changes_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    def respond(call: ModelCall) -> object:
+        if call.purpose == "dream_classify":
+            raise LLMUnavailableError("the endpoint is down")
+        return {"facts": [{"text": "Keeps a diary", "topic": "other", "kind": "state", "inferred": False,
+                           "evidence": [0]}]}
+
+    memory = memory_with(respond)
+    with BackgroundWriter(memory) as writer:
+        writer.submit(["I keep a diary."], "2024-01-05", "s0")
+        writer.wait(timeout=TIMEOUT_S)
+        before = memory.export().model_dump(exclude={"exported_at"})
+        dreamt = writer.dream()
+        with caplog.at_level(logging.ERROR, logger=LOGGER), pytest.raises(LLMUnavailableError):
+            dreamt.result(timeout=TIMEOUT_S)
+    assert "background dream for user 'ada' failed" in caplog.text
+    assert memory.export().model_dump(exclude={"exported_at"}) == before
+    assert [f.text for f in memory.current()] == ["Keeps a diary"]
