@@ -26,7 +26,7 @@ from bench.qa.records import AnswerRecord, IngestRecord, answers_path, ingest_pa
 from bench.qa.systems import start_system
 from bench.stale.records import ResultWriter
 from bench.stale.runner import check_identity
-from bench.stale.systems import MemorySystem, Resources, System, SystemFailure
+from bench.stale.systems import MEMORY, MemorySystem, Resources, System, SystemFailure
 from lastknown_graph.errors import LastknownError
 
 logger = logging.getLogger(__name__)
@@ -136,8 +136,10 @@ def pending(plan: Plan) -> tuple[list[Task], int]:
     return tasks, done
 
 
-def store_path(out: Path, user: str, run: int) -> Path:
-    return out / STORES_DIR / f"{user}-r{run}.json"
+def store_path(out: Path, user: str, run: int, system: str = MEMORY) -> Path:
+    """Where a memory system's store is saved; the memory's own keeps the name runs before other systems used."""
+    prefix = "" if system == MEMORY else f"{system}-"
+    return out / STORES_DIR / f"{prefix}{user}-r{run}.json"
 
 
 def _ingest(task: Task, system: System, plan: Plan, writers: Writers, progress: Progress) -> int:
@@ -152,7 +154,7 @@ def _ingest(task: Task, system: System, plan: Plan, writers: Writers, progress: 
         progress.step()
     store = None
     if isinstance(system, MemorySystem):
-        saved = store_path(plan.out, task.user.id, task.run)
+        saved = store_path(plan.out, task.user.id, task.run, task.system)
         saved.parent.mkdir(parents=True, exist_ok=True)
         system.memory.save(saved)
         store = str(saved.relative_to(plan.out))

@@ -74,6 +74,7 @@ def scripted_rules(users: Iterable[User]) -> list[Rule]:
         for question in user.questions:
             by_text.setdefault(question.question, []).append((question, [sessions[e] for e in question.evidence]))
     rules: list[Rule] = [Rule(purpose="extraction", reply=extraction)]
+    rules.append(Rule(purpose="dream_classify", reply=Reply.json({"facts": []})))  # a dream files nothing
     rules += [Rule(purpose="answer", when=_asks(text), reply=_answering(keyed)) for text, keyed in by_text.items()]
     rules += peer_rules([], "oracle")  # mem0's extraction: nothing
     rules.append(Rule(purpose="answer", reply=NOT_KNOWN))  # a question not in the data

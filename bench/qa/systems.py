@@ -3,7 +3,9 @@
 - ``memory``, ``naive-rag``, ``full-history`` and ``mem0`` are the STALE harness's systems, made by its
   ``make_system``, with this benchmark's settings (``--rag-k``, ``--history-max-chars``);
 - ``no-memory`` (here) keeps the last session's user turns only: the floor, what an assistant knows with nothing
-  kept between conversations but the one the question closes.
+  kept between conversations but the one the question closes;
+- ``memory-dream`` (here) is the memory with ``Memory.dream()`` after every ``DREAM_EVERY`` sessions it wrote: does
+  consolidating a memory cost any answer (issue 36)?
 
 A memory written once is saved, so that a resumed run asks the remaining questions of the same memory instead of
 writing it again (ten writes of a small local model take half an hour).
@@ -20,10 +22,13 @@ from bench.stale.dataset import Session
 from bench.stale.peers import MEM0
 from bench.stale.systems import FULL_HISTORY, MEMORY, NAIVE_RAG, MemorySystem, Resources, System, make_system
 from lastknown_graph.memory import Memory
+from lastknown_graph.store import EmbeddedStore
 
 NO_MEMORY: Final = "no-memory"
-SYSTEMS: Final = (MEMORY, NAIVE_RAG, FULL_HISTORY, NO_MEMORY, MEM0)
-SPREAD_SYSTEMS: Final = (MEMORY, NAIVE_RAG)  # answers vary from run to run; --runs applies to these
+MEMORY_DREAM: Final = "memory-dream"
+SYSTEMS: Final = (MEMORY, MEMORY_DREAM, NAIVE_RAG, FULL_HISTORY, NO_MEMORY, MEM0)
+SPREAD_SYSTEMS: Final = (MEMORY, MEMORY_DREAM, NAIVE_RAG)  # answers vary from run to run; --runs applies to these
+DREAM_EVERY: Final = 3  # sessions written between two dreams: a user's few weeks
 
 
 @dataclass
@@ -37,10 +42,30 @@ class LastSessionOnly(FullHistory):
         super().ingest(session)
 
 
+@dataclass
+class DreamingMemorySystem(MemorySystem):
+    """The memory, with a dream after every ``DREAM_EVERY`` sessions it wrote."""
+
+    name: str = MEMORY_DREAM
+    written: int = 0
+
+    def ingest(self, session: Session) -> None:
+        super().ingest(session)
+        self.written += 1
+        if self.written % DREAM_EVERY == 0:
+            self.memory.dream()
+
+
 def start_system(name: str, resources: Resources, user_id: str, saved: Path | None) -> System:
     """A fresh system for one (user, run); the memory read from ``saved`` when a previous run wrote it."""
     if name == NO_MEMORY:
         return LastSessionOnly(resources.llm, resources.history_max_chars, resources.answer_max_tokens)
+    if name == MEMORY_DREAM:
+        memory = (Memory.load(saved, resources.llm, resources.embedder) if saved is not None and saved.exists()
+                  else Memory(resources.llm, resources.embedder, user=user_id, store=EmbeddedStore(None),
+                              conflict_settings=resources.conflict_settings,
+                              premise_settings=resources.premise_settings))
+        return DreamingMemorySystem(memory, resources.answer_max_tokens)
     if name == MEMORY and saved is not None and saved.exists():
         return MemorySystem(Memory.load(saved, resources.llm, resources.embedder), resources.answer_max_tokens)
     return make_system(name, resources, user_id)

@@ -55,11 +55,11 @@ def test_quick_run_writes_the_summary_and_a_report_that_lists_every_wrong_answer
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, summary, markdown = run(tmp_path)
     assert code == 0
-    assert f"asked {5 * (2 + 2 + 1 + 1)} questions (0 errors)" in capsys.readouterr().out
+    assert f"asked {5 * (2 + 2 + 2 + 1 + 1)} questions (0 errors)" in capsys.readouterr().out
 
     assert set(summary) == {"model", "runs", "systems"} and summary["model"] == "scripted-oracle"
     assert list(summary["systems"]) == list(SYSTEMS)
-    ran = {"memory": 2, "naive-rag": 2, "full-history": 1, "no-memory": 1}
+    ran = {"memory": 2, "memory-dream": 2, "naive-rag": 2, "full-history": 1, "no-memory": 1}
     for name, system in summary["systems"].items():
         assert set(system["by_type"]) == set(QUESTION_TYPES)
         if name not in ran:
@@ -77,6 +77,16 @@ def test_quick_run_writes_the_summary_and_a_report_that_lists_every_wrong_answer
     assert systems[NO_MEMORY]["by_type"]["never_said"] == 1.0
     # the memory's writes cost model calls, the baselines' ingest none
     assert systems["memory"]["calls_per_question"] > systems["naive-rag"]["calls_per_question"] == 1.0
+    # A dream after every third session; on the double's facts (all under other, which its dream files nothing of)
+    # only past moments are left to expire, and a dream with nothing to change writes no session.
+    stores = tmp_path / "run" / "stores"
+    dreamt = json.loads((stores / "memory-dream-marta-r1.json").read_text(encoding="utf-8"))
+    plain = json.loads((stores / "marta-r1.json").read_text(encoding="utf-8"))
+    assert [s["kind"] for s in dreamt["sessions"]].count("dream") >= 1
+    assert {c["change"] for c in dreamt["dream_changes"]} == {"expired"}
+    kinds = {f["id"]: f["kind"] for f in dreamt["facts"]}
+    assert {kinds[c["fact_id"]] for c in dreamt["dream_changes"]} == {"moment"}
+    assert "dream" not in {s["kind"] for s in plain["sessions"]}
     if installed_version(MEM0) is None:
         mem0 = systems[MEM0]
         assert mem0["overall"] is None and mem0["spread"] is None and "mem0ai" in mem0["not_run"]
@@ -108,7 +118,7 @@ def test_a_resumed_run_asks_nothing_twice_and_reads_the_written_memory_back(
 
     code, again, _ = run(tmp_path)
     assert code == 0
-    assert "asked 2 questions (0 errors), 28 already answered" in capsys.readouterr().out
+    assert "asked 2 questions (0 errors), 38 already answered" in capsys.readouterr().out
     assert (out / "memory.ingest.jsonl").read_text(encoding="utf-8") == ingests  # read back, not written again
     assert without_seconds(again) == without_seconds(first)
     assert len(read_answers(out, "memory")) == 2 * len(ASKED)
