@@ -68,6 +68,11 @@ from lastknown_graph.pipeline.value_rules import (
 # moments is still the allergy.
 NEVER_EXPIRED: frozenset[str] = frozenset({"health", "allergy", "medication", "family_member"})
 
+# The attributes a fact about someone named may be filed under: the people and animals of the user's life. Anything
+# else would make another's news the user's own ("Tomas started at the bakery" as the user's hobby: the small model
+# did so in bench/results/dream-qwen2.5-coder-1.5b.md).
+ABOUT_OTHERS: frozenset[str] = frozenset({"partner", "family_member", "friend", "colleague", "pet", "household"})
+
 # Whether a fact's words support a one-valued attribute, given the values the attribute holds now: the write's
 # label check (``label_check.AttributeLabels.supports``), which needs the fact's vector.
 LabelSupport = Callable[[Fact, Attribute, Sequence[str]], bool]
@@ -234,9 +239,12 @@ def _classify(proposal: DreamProposal, changed: list[Fact], facts: Sequence[Fact
     if fact.topic in table.attributes and fact.topic != OTHER:
         return _decided(proposal, DreamVerdict.REJECT, f"the fact has an attribute already ({fact.topic})")
     someone = _someone(fact, facts)
-    if someone is not None and attribute.one_valued:
+    if someone is not None and attribute.one_valued and attribute.name not in ABOUT_OTHERS:
         return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}: never one of the user's "
                         "one-valued attributes")
+    if someone is not None and attribute.name not in ABOUT_OTHERS:
+        return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}: only an attribute of the "
+                        f"people and animals in the user's life, not {attribute.name}")
     if attribute.moment != (fact.kind is FactKind.MOMENT):
         holds = "moments" if attribute.moment else "lasting states"
         return _decided(proposal, DreamVerdict.REJECT, f"{proposal.topic} holds {holds}, and the fact is a {fact.kind}")

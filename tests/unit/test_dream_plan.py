@@ -234,3 +234,14 @@ def test_a_name_the_users_facts_write_inside_a_sentence_makes_a_fact_someone_els
     [decision] = plan_dream("dreamer", facts, TABLE, model_proposals=[by_model("moving", "home_location")],
                             label_support=lambda *_: True).decisions
     assert decision.verdict is REJECT and "is about Tomas" in decision.reason
+
+
+@pytest.mark.parametrize(("topic", "verdict"), [("hobby", REJECT), ("plan", REJECT), ("colleague", APPLY),
+                                                ("family_member", APPLY)])
+def test_a_fact_about_someone_named_is_filed_only_among_the_people_of_the_users_life(
+        topic: str, verdict: DreamVerdict) -> None:
+    facts = [fact("brother", "Has a brother named Tomas", "family_member", "2024-02-01"),
+             fact("bakery", "Tomas started at the bakery", "other", "2024-04-02")]
+    [decision] = plan_dream("dreamer", facts, TABLE, model_proposals=[by_model("bakery", topic)],
+                            label_support=lambda *_: True).decisions
+    assert decision.verdict is verdict
