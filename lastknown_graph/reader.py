@@ -151,8 +151,8 @@ class MemoryReader:
     def dream_plan(self) -> DreamPlan:
         """What a dream would change in the current memory, and the validator's decision on each proposal: the same
         value said several ways merged into one of its texts, two current values of a one-valued attribute resolved
-        to the later one, legacy topics classified, moments of past days expired (``pipeline/dream.py``). Reads only,
-        with no model: nothing is changed."""
+        to the later one, legacy topics classified, moments of past days expired (``pipeline/dream.py``). Reads only:
+        nothing is changed. A reader asks no model; a ``Memory`` also asks its model the dream's one call."""
         return self._dream_plan_of(self.current())
 
     def _dream_plan_of(self, current: list[Fact]) -> DreamPlan:
@@ -161,8 +161,8 @@ class MemoryReader:
 
     def dream(self, *, dry_run: bool = False, day: date | datetime | str | None = None) -> DreamPlan:
         """Consolidate the current memory: apply every proposal of ``dream_plan()`` the validator did not reject (on a
-        ``Memory``, also its model's classifications of facts under ``other``, one call), as
-        one session of kind ``dream`` in one transaction, and return the plan with that session's id. A dream
+        ``Memory``, with its model's classifications of facts under ``other``: one call) as one session of kind
+        ``dream`` in one transaction, and return the plan with that session's id. A dream
         writes no text and deletes nothing: merged copies expire into the fact kept, a resolved value is retired by
         the later one (an implied value ending a stated one waits in ``review()``), legacy topics get their
         attribute, moments of past days expire. ``undo(plan.session_id)`` reverts it exactly, and undoing a session

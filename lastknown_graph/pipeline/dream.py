@@ -70,7 +70,7 @@ NEVER_EXPIRED: frozenset[str] = frozenset({"health", "allergy", "medication", "f
 
 # The attributes a fact about someone named may be filed under: the people and animals of the user's life. Anything
 # else would make another's news the user's own ("Tomas started at the bakery" as the user's hobby: the small model
-# did so in bench/results/dream-qwen2.5-coder-1.5b.md).
+# did so in bench/results/dream-first-run-qwen2.5-coder-1.5b.md).
 ABOUT_OTHERS: frozenset[str] = frozenset({"partner", "family_member", "friend", "colleague", "pet", "household"})
 
 # Whether a fact's words support a one-valued attribute, given the values the attribute holds now: the write's
@@ -239,12 +239,10 @@ def _classify(proposal: DreamProposal, changed: list[Fact], facts: Sequence[Fact
     if fact.topic in table.attributes and fact.topic != OTHER:
         return _decided(proposal, DreamVerdict.REJECT, f"the fact has an attribute already ({fact.topic})")
     someone = _someone(fact, facts)
-    if someone is not None and attribute.one_valued and attribute.name not in ABOUT_OTHERS:
-        return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}: never one of the user's "
-                        "one-valued attributes")
     if someone is not None and attribute.name not in ABOUT_OTHERS:
-        return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}: only an attribute of the "
-                        f"people and animals in the user's life, not {attribute.name}")
+        never = "one of the user's one-valued attributes" if attribute.one_valued else f"the user's {attribute.name}"
+        return _decided(proposal, DreamVerdict.REJECT, f"'{fact.text}' is about {someone}: never {never}, only an "
+                        "attribute of the people and animals in the user's life")
     if attribute.moment != (fact.kind is FactKind.MOMENT):
         holds = "moments" if attribute.moment else "lasting states"
         return _decided(proposal, DreamVerdict.REJECT, f"{proposal.topic} holds {holds}, and the fact is a {fact.kind}")
