@@ -19,6 +19,10 @@ A session that was undone left no fact to draw, only its trace (docs/graph-model
 the session's day with a dotted line down the lanes, its tooltip saying when it was undone (and by which cascade)
 and how much it changed, and a table under the changes. The trace holds none of the user's words, so neither does
 the page.
+
+A dream (docs/graph-model.md, "Dreams") draws as its changes do (a resolution is a retirement arrow, a merge an
+expiry arrow into the text kept), and a table lists each dream's changes fact by fact, classifications and expiries
+with no cause included.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from lastknown_graph.domain.models import (
     TimelineEventKind,
     UndoneSession,
 )
+from lastknown_graph.domain.stages import Stage
 
 # ---------------------------------------------------------------------------------------------- geometry
 # SVG user units, which are CSS pixels at 100% zoom.
@@ -702,6 +707,45 @@ def _undone_table(undone: Sequence[UndoneSession]) -> str:
     )
 
 
+# What a dream did to a fact, by the event it left: its links carry a dream stage; a classification and an expiry
+# with no cause are a dream's alone (a conversation's expiry has the newer moment as its cause).
+_DREAM_CHANGES: Final = {Stage.DREAM_RESOLVED: "resolved", Stage.DREAM_REVIEW: "resolved, awaiting review",
+                         Stage.DREAM_MERGED: "merged"}
+
+
+def _dream_change(event: TimelineEvent) -> str | None:
+    if event.stage in _DREAM_CHANGES:
+        return _DREAM_CHANGES[Stage(event.stage)]
+    if event.kind is TimelineEventKind.CLASSIFIED:
+        return "classified"
+    if event.kind is TimelineEventKind.EXPIRED and event.cause_fact_id is None:
+        return "expired"
+    return None
+
+
+def _dream_table(events: Sequence[TimelineEvent]) -> str:
+    """Each dream's changes, fact by fact: what it merged (into which text), resolved, classified and expired."""
+    rows = []
+    for event in events:
+        change = _dream_change(event)
+        if change is None:
+            continue
+        kept = f"{_e(event.cause_fact_text)}" if event.cause_fact_text else ""
+        rows.append(f'<tr class="dream-change" data-session-id="{_e(event.session_id)}"><td class="when">'
+                    f"{event.at.isoformat()}</td><td>{_e(event.session_id)}</td><td>{_e(change)}</td>"
+                    f"<td>{_e(event.fact_text)}</td><td>{kept}</td><td>{_e(event.reason or '')}</td></tr>")
+    if not rows:
+        return ""
+    return (
+        "<h2>Dreams</h2>"
+        '<p class="note">Each dream consolidated the memory without writing a word: a copy merged into the text '
+        "kept, a value resolved to the one stated later, a topic given its attribute, a moment long past expired. "
+        "Undoing the dream's session reverts it.</p>"
+        '<table class="changes dreams"><thead><tr><th>date</th><th>dream</th><th>change</th><th>fact</th>'
+        f"<th>kept instead</th><th>why</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 def _page(user_id: str, body: str) -> str:
     return (
         "<!DOCTYPE html>\n"
@@ -747,5 +791,5 @@ def render_timeline_html(
     return _page(
         user_id,
         f'<p class="summary">{_e(summary)}</p>{_legend()}{chart.svg}'
-        f"<h2>Changes</h2>{_changes_table(chart.arrows, chart.placed)}{_undone_table(undone)}",
+        f"<h2>Changes</h2>{_changes_table(chart.arrows, chart.placed)}{_dream_table(events)}{_undone_table(undone)}",
     )

@@ -378,3 +378,39 @@ def test_the_same_memory_renders_the_same_page(tmp_path: Path) -> None:
         store.close()
     first = render_timeline_html(user, history, events)
     assert first == render_timeline_html(user, list(reversed(history)), list(reversed(events)))
+
+
+def test_a_dream_is_listed_change_by_change() -> None:
+    """A dream's merge (with the text kept), resolution, classification and expiry each get a row of the Dreams table;
+    a conversation's own expiry (a newer moment) does not."""
+    from lastknown_graph import MemoryReader
+
+    store, user = EmbeddedStore(None), new_user("dream")
+    store.ensure_schema(len(vec(1)))
+    first = SessionBuilder(user, "s-1", date(2024, 1, 5))
+    first.fact("Lives in Lyon", "location", vec(1))
+    first.fact("Is vegan", "diet", vec(2))
+    train = first.fact("Is on the train", "current_activity", vec(3), kind=FactKind.MOMENT)
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2024, 3, 1))
+    second.fact("Lives in Porto", "home_location", vec(4))
+    second.fact("Follows a strict vegan diet", "diet", vec(5), inferred=True)
+    bus = second.fact("Is on the bus", "current_activity", vec(6), kind=FactKind.MOMENT)
+    second.expire(train, bus)  # the conversation's expiry: no dream's
+    store.apply(second.build())
+    third = SessionBuilder(user, "s-3", date(2024, 4, 2))
+    third.fact("Is at the dentist", "current_activity", vec(7), kind=FactKind.MOMENT)
+    store.apply(third.build())
+    reader = MemoryReader(store, user)
+    plan = reader.dream()
+    assert plan.session_id is not None
+
+    page = render_timeline_html(user, reader.history(), reader.timeline())
+
+    table = page.split("<h2>Dreams</h2>", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r'<tr class="dream-change"[^>]*>(.*?)</tr>', table)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
+    assert sorted((c[2], html.unescape(c[3]), html.unescape(c[4])) for c in cells) == [
+        ("classified", "Lives in Lyon", ""), ("expired", "Is on the bus", ""),
+        ("merged", "Follows a strict vegan diet", "Is vegan"), ("resolved", "Lives in Lyon", "Lives in Porto")]
+    assert {c[1] for c in cells} == {plan.session_id}
