@@ -235,9 +235,12 @@ lastknown undo --user alice s-feb --cascade --json
         "classify, expire) and the validator's decision on it, with its reason; the ones not rejected applied", """
 lastknown dream --dry-run --user alice
 lastknown dream --user alice
-lastknown dream --user alice --json
+lastknown dream --user alice --classify --json    # with the model's one call for the facts filed under other
 """, run_dream)
     dream.add_argument("--dry-run", action="store_true", help="list the proposals and decisions, changing nothing")
+    dream.add_argument("--classify", action="store_true",
+                       help="also ask the configured model which attribute each fact filed under other gives a value "
+                            "of (one call; the validator decides each answer); without it no model is called")
 
     review = _command(
         commands, common, "review", "retirements decided with little margin, with both facts and the evidence", """

@@ -253,7 +253,9 @@ def run_undo(args: argparse.Namespace, rt: Runtime) -> int:
 
 def run_dream(args: argparse.Namespace, rt: Runtime) -> int:
     user = rt.user()
-    reader = rt.reader(user)
+    reader = rt.reader(user)  # first: it checks the user has a memory
+    if args.classify:
+        reader = rt.memory(user)
     before = reader.current()  # a plan names facts current before it is applied: their words, read first
     plan = reader.dream(dry_run=args.dry_run)
     named = plan.fact_ids()

@@ -85,6 +85,8 @@ def rules() -> list[Rule]:
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", system_contains=RETRIEVED_HEADING, reply="(scripted naive RAG answer)"),
         Rule(purpose="answer", reply="(scripted answer)"),
+        Rule(purpose="dream_classify", contains="Knits scarves", reply=Reply.json({"facts": [
+            {"number": 1, "about": "a pastime", "attribute": "hobby"}]})),
     ]
 
 
@@ -937,13 +939,14 @@ def test_neo4j_delegates_to_the_local_server_control(no_model_env: dict[str, str
 
 
 def test_dream_dry_run_lists_each_proposal_then_dream_applies_them_and_undo_reverts(
-    no_model_env: dict[str, str], tmp_path: Path
+    no_model_env: dict[str, str], model_env: dict[str, str], tmp_path: Path
 ) -> None:
     path, user = tmp_path / "legacy.json", new_user("dream")
     store = schema_ready(EmbeddedStore(path))
     first = SessionBuilder(user, "s-1", date(2023, 1, 5))
     first.fact("Lives in Lyon", "location", vec(1))  # a topic written before the attributes
     first.fact("Is on the train right now", "current_activity", vec(3), kind=FactKind.MOMENT)
+    first.fact("Knits scarves for the market", "other", vec(5))  # filed by no rule: only --classify asks about it
     store.apply(first.build())
     second = SessionBuilder(user, "s-2", date(2024, 2, 1))
     second.fact("Lives in Porto", "home_location", vec(4))
@@ -972,3 +975,10 @@ def test_dream_dry_run_lists_each_proposal_then_dream_applies_them_and_undo_reve
     assert again == "nothing to consolidate: no proposal\n"
     ok(run(no_model_env, "undo", session, "--store", embedded(path), "--user", user))
     assert memory_of(no_model_env, embedded(path), user) == before
+
+    classified = ok(run(model_env, "dream", "--classify", "--dry-run", "--store", embedded(path), "--user", user,
+                        "--json")).json()
+    by_model = [d for d in classified["decisions"] if d["proposal"]["proposed_by"] == "model"]
+    assert classified["model_calls"] == 1
+    assert [(classified["texts"][d["proposal"]["fact_ids"][0]], d["proposal"]["topic"], d["verdict"])
+            for d in by_model] == [("Knits scarves for the market", "hobby", "apply")]
