@@ -11,7 +11,7 @@ import pytest
 from lastknown_graph.domain.attributes import Attribute, AttributeTable
 from lastknown_graph.domain.dream import DreamProposal, DreamVerdict, ProposalKind, ProposedBy
 from lastknown_graph.domain.models import Fact, FactKind, FactStatus
-from lastknown_graph.pipeline.dream import LabelSupport, plan_dream, validate
+from lastknown_graph.pipeline.dream import LabelSupport, dream_write, plan_dream, validate
 
 TABLE = AttributeTable()
 APPLY, REVIEW, REJECT = DreamVerdict.APPLY, DreamVerdict.REVIEW, DreamVerdict.REJECT
@@ -245,3 +245,19 @@ def test_a_fact_about_someone_named_is_filed_only_among_the_people_of_the_users_
     [decision] = plan_dream("dreamer", facts, TABLE, model_proposals=[by_model("bakery", topic)],
                             label_support=lambda *_: True).decisions
     assert decision.verdict is verdict
+
+
+def test_a_merged_text_may_itself_be_resolved_away_in_the_same_dream() -> None:
+    """The copies go into the text kept, and that text then ends by the value stated later: one valid write."""
+    facts = [fact("vegan", "Is vegan", "diet", "2023-01-05", confirmed=1),
+             fact("strict", "Follows a strict vegan diet", "diet", "2023-01-05", inferred=True),
+             fact("omni", "Eats everything again", "diet", "2024-05-01")]
+    plan = plan_dream("dreamer", facts, TABLE)
+    assert [(d.proposal.kind, d.proposal.fact_ids, d.proposal.keep_fact_id, d.verdict) for d in plan.decisions] == [
+        (ProposalKind.MERGE, ("strict",), "vegan", APPLY), (ProposalKind.RESOLVE, ("vegan",), "omni", APPLY)]
+    write = dream_write(plan, facts, session_id="dream-1", day=date(2024, 5, 1), recorded_at=datetime.now(UTC),
+                        revision=3)
+    assert write is not None
+    assert ([(m.old_fact_id, m.new_fact_id) for m in write.merges], [(r.old_fact_id, r.new_fact_id)
+                                                                     for r in write.retirements]) == (
+        [("strict", "vegan")], [("vegan", "omni")])
