@@ -30,6 +30,7 @@ from lastknown_graph.domain.models import (
     DeletionReport,
     DreamChange,
     DreamWrite,
+    Expiry,
     ExportedConfirmation,
     ExportedDreamChange,
     ExportedFact,
@@ -44,6 +45,7 @@ from lastknown_graph.domain.models import (
     ProbeCandidates,
     RejectedPair,
     ReplacementLink,
+    Retirement,
     ReviewDecision,
     ReviewFact,
     ReviewItem,
@@ -241,6 +243,33 @@ def _exported_link(relation: str, new_fact_id: str, old_fact_id: str, attrs: dic
 def _review_fact(node: dict[str, Any]) -> ReviewFact:
     return ReviewFact(id=node["id"], text=node["text"], topic=node["topic"], domain=node.get("domain"),
                       inferred=node["inferred"], status=node["status"], session_id=node["session_id"])
+
+
+def _end_facts(changes: GraphChanges, session: SessionRecord, recorded_at: datetime,
+               retirements: Sequence[Retirement], expiries: Sequence[Expiry]) -> None:
+    """What ``session`` ends: each retired fact by a SUPERSEDES link, each expired one by an EXPIRES link (a dream's
+    merges too), on the session's day."""
+    for retirement in retirements:
+        changes.update_node(_fact_key(retirement.old_fact_id), status=str(FactStatus.RETIRED), valid_to=session.date)
+        _add_replacement(changes, "SUPERSEDES", retirement.new_fact_id, retirement.old_fact_id, session_id=session.id,
+                         at=session.date, stage=retirement.stage, reason=retirement.reason, recorded_at=recorded_at,
+                         still_true_probability=retirement.still_true_probability, flag_bar=retirement.flag_bar)
+    for expiry in expiries:
+        changes.update_node(_fact_key(expiry.old_fact_id), status=str(FactStatus.EXPIRED), valid_to=session.date)
+        _add_replacement(changes, "EXPIRES", expiry.new_fact_id, expiry.old_fact_id, session_id=session.id,
+                         at=session.date, stage=expiry.stage, reason=expiry.reason, recorded_at=recorded_at)
+
+
+def _checked_revision(graph: nx.MultiDiGraph, change: SessionWrite | DreamWrite, touched: Sequence[str]) -> int:
+    """The user's revision, once the change is known to be planned from it and every fact it touches is one of the
+    user's current facts (StaleStateError otherwise)."""
+    revision = _revision(graph, change.user_id)
+    change.require_planned_from(revision)
+    for fact_id in touched:
+        node = graph.nodes.get(_fact_key(fact_id))
+        if node is None or node["user_id"] != change.user_id or node["status"] != FactStatus.CURRENT:
+            raise StaleStateError(f"fact {fact_id!r} is not a current fact of user {change.user_id!r}")
+    return revision
 
 
 def _refuse_used_ids(graph: nx.MultiDiGraph, fact_ids: list[str], message_ids: list[str]) -> None:
@@ -510,13 +539,7 @@ class EmbeddedStore:
             session_key = _session_key(user_id, session.id)
             if session_key in graph:
                 return WriteOutcome(applied=False, already_written=True)
-            revision = _revision(graph, user_id)
-            change.require_planned_from(revision)
-            touched = change.touched_fact_ids + change.overtaking_fact_ids
-            for fact_id in touched:
-                node = graph.nodes.get(_fact_key(fact_id))
-                if node is None or node["user_id"] != user_id or node["status"] != FactStatus.CURRENT:
-                    raise StaleStateError(f"fact {fact_id!r} is not a current fact of user {user_id!r}")
+            revision = _checked_revision(graph, change, change.touched_fact_ids + change.overtaking_fact_ids)
             _refuse_used_ids(graph, [f.id for f in change.new_facts], [m.id for m in change.messages])
 
             user_key = _user_key(user_id)
@@ -539,20 +562,7 @@ class EmbeddedStore:
             for confirmation in change.confirmations:
                 changes.add_edge(_fact_key(confirmation.fact_id), session_key, key="CONFIRMED_IN", at=session.date)
                 _add_sources(changes, confirmation.fact_id, confirmation.source_message_ids)
-            for retirement in change.retirements:
-                changes.update_node(_fact_key(retirement.old_fact_id), status=str(FactStatus.RETIRED),
-                                    valid_to=session.date)
-                _add_replacement(changes, "SUPERSEDES", retirement.new_fact_id, retirement.old_fact_id,
-                                 session_id=session.id, at=session.date, stage=retirement.stage,
-                                 reason=retirement.reason, recorded_at=change.recorded_at,
-                                 still_true_probability=retirement.still_true_probability,
-                                 flag_bar=retirement.flag_bar)
-            for expiry in change.expiries:
-                changes.update_node(_fact_key(expiry.old_fact_id), status=str(FactStatus.EXPIRED),
-                                    valid_to=session.date)
-                _add_replacement(changes, "EXPIRES", expiry.new_fact_id, expiry.old_fact_id, session_id=session.id,
-                                 at=session.date, stage=expiry.stage, reason=expiry.reason,
-                                 recorded_at=change.recorded_at)
+            _end_facts(changes, session, change.recorded_at, change.retirements, change.expiries)
             for dispute in change.disputes:
                 _add_replacement(changes, "CONTRADICTS", dispute.new_fact_id, dispute.old_fact_id,
                                  session_id=session.id, at=session.date, stage=None, reason=dispute.reason,
@@ -573,12 +583,7 @@ class EmbeddedStore:
             session_key = _session_key(user_id, session.id)
             if session_key in graph:
                 return WriteOutcome(applied=False, already_written=True)
-            revision = _revision(graph, user_id)
-            change.require_planned_from(revision)
-            for fact_id in change.touched_fact_ids:
-                node = graph.nodes.get(_fact_key(fact_id))
-                if node is None or node["user_id"] != user_id or node["status"] != FactStatus.CURRENT:
-                    raise StaleStateError(f"fact {fact_id!r} is not a current fact of user {user_id!r}")
+            revision = _checked_revision(graph, change, change.touched_fact_ids)
             changes.update_node(_user_key(user_id), revision=revision + 1)
             _add_session(changes, user_id, session, change.recorded_at)
             for classification in change.classifications:
@@ -587,18 +592,7 @@ class EmbeddedStore:
                     change=DreamChange.CLASSIFIED, fact_id=classification.fact_id, session_id=session.id,
                     at=session.date, reason=classification.reason, from_topic=classification.from_topic,
                     to_topic=classification.to_topic))
-            for retirement in change.retirements:
-                changes.update_node(_fact_key(retirement.old_fact_id), status=str(FactStatus.RETIRED),
-                                    valid_to=session.date)
-                _add_replacement(changes, "SUPERSEDES", retirement.new_fact_id, retirement.old_fact_id,
-                                 session_id=session.id, at=session.date, stage=retirement.stage,
-                                 reason=retirement.reason, recorded_at=change.recorded_at)
-            for merge in change.merges:
-                changes.update_node(_fact_key(merge.old_fact_id), status=str(FactStatus.EXPIRED),
-                                    valid_to=session.date)
-                _add_replacement(changes, "EXPIRES", merge.new_fact_id, merge.old_fact_id, session_id=session.id,
-                                 at=session.date, stage=merge.stage, reason=merge.reason,
-                                 recorded_at=change.recorded_at)
+            _end_facts(changes, session, change.recorded_at, change.retirements, change.merges)
             for expiry in change.expiries:
                 changes.update_node(_fact_key(expiry.fact_id), status=str(FactStatus.EXPIRED), valid_to=session.date)
                 _add_dream_change(changes, user_id, ExportedDreamChange(

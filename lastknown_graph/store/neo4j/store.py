@@ -281,17 +281,8 @@ class Neo4jStore:
                   "recorded_at": change.recorded_at}
 
         def work(tx: ManagedTransaction) -> WriteOutcome:
-            lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
-            if lock[0]["already_written"]:
+            if self._locked_and_written(tx, change, change.touched_fact_ids + change.overtaking_fact_ids):
                 return WriteOutcome(applied=False, already_written=True)
-            change.require_planned_from(lock[0]["revision"])
-            touched = change.touched_fact_ids + change.overtaking_fact_ids
-            if touched:
-                current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
-                                                          fact_ids=touched)}
-                missing = [fact_id for fact_id in touched if fact_id not in current]
-                if missing:
-                    raise StaleStateError(f"facts {missing!r} are not current facts of user {change.user_id!r}")
             self._refuse_used_ids(tx, [f.id for f in change.new_facts], [m.id for m in change.messages])
             self._run(tx, "write_session", **common, **checks_to_props(session.checks), digest=session.digest,
                       kind=None, messages=[
@@ -328,22 +319,31 @@ class Neo4jStore:
 
         return self._write(f"write session {session.id!r}", work)
 
+    def _locked_and_written(self, tx: ManagedTransaction, change: SessionWrite | DreamWrite,
+                            touched: Sequence[str]) -> bool:
+        """Take the user's write lock (the first statement of every write); True when the session is written
+        already, else check that the change was planned from the user's revision and that every fact it touches is
+        one of the user's current facts (StaleStateError otherwise)."""
+        lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=change.session.id)
+        if lock[0]["already_written"]:
+            return True
+        change.require_planned_from(lock[0]["revision"])
+        if touched:
+            current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
+                                                      fact_ids=list(touched))}
+            missing = [fact_id for fact_id in touched if fact_id not in current]
+            if missing:
+                raise StaleStateError(f"facts {missing!r} are not current facts of user {change.user_id!r}")
+        return False
+
     def apply_dream(self, change: DreamWrite) -> WriteOutcome:
         session = change.session
         common = {"user_id": change.user_id, "session_id": session.id, "date": session.date,
                   "recorded_at": change.recorded_at}
 
         def work(tx: ManagedTransaction) -> WriteOutcome:
-            lock = self._run(tx, "write_lock_user", user_id=change.user_id, session_id=session.id)
-            if lock[0]["already_written"]:
+            if self._locked_and_written(tx, change, change.touched_fact_ids):
                 return WriteOutcome(applied=False, already_written=True)
-            change.require_planned_from(lock[0]["revision"])
-            touched = change.touched_fact_ids
-            current = {row["id"] for row in self._run(tx, "current_fact_ids", user_id=change.user_id,
-                                                      fact_ids=touched)}
-            missing = [fact_id for fact_id in touched if fact_id not in current]
-            if missing:
-                raise StaleStateError(f"facts {missing!r} are not current facts of user {change.user_id!r}")
             self._run(tx, "write_session", **common, **checks_to_props(session.checks), digest=session.digest,
                       kind=str(SessionKind.DREAM), messages=[])
             self._run(tx, "write_dream_changes", **common,
