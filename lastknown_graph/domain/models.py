@@ -331,11 +331,7 @@ class SessionWrite(Frozen):
 
     def require_planned_from(self, revision: int) -> None:
         """Raise StaleStateError if this write was planned from another revision of the user than ``revision``."""
-        if self.based_on_revision is not None and revision != self.based_on_revision:
-            raise StaleStateError(
-                f"user {self.user_id!r} changed since this write was planned "
-                f"(revision {revision}, planned from {self.based_on_revision})"
-            )
+        _require_planned_from(self.user_id, self.based_on_revision, revision, "write")
 
     @property
     def overtaking_fact_ids(self) -> list[str]:
@@ -425,11 +421,17 @@ class DreamWrite(Frozen):
 
     def require_planned_from(self, revision: int) -> None:
         """Raise StaleStateError if the user's memory changed since the dream was planned."""
-        if self.based_on_revision is not None and revision != self.based_on_revision:
-            raise StaleStateError(
-                f"user {self.user_id!r} changed since this dream was planned "
-                f"(revision {revision}, planned from {self.based_on_revision})"
-            )
+        _require_planned_from(self.user_id, self.based_on_revision, revision, "dream")
+
+
+def _require_planned_from(user_id: str, based_on_revision: int | None, revision: int, what: str) -> None:
+    """A write or a dream planned from a revision of the user other than the one the store holds is stale (None: it
+    applies whatever the revision)."""
+    if based_on_revision is not None and revision != based_on_revision:
+        raise StaleStateError(
+            f"user {user_id!r} changed since this {what} was planned "
+            f"(revision {revision}, planned from {based_on_revision})"
+        )
 
 
 def _require_unique(what: str, values: list[str] | list[int]) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from lastknown_graph.domain.attributes import OTHER, Attribute, AttributeTable
 from lastknown_graph.embedders import Embedder
-from lastknown_graph.pipeline.naive_rag import closest
+from lastknown_graph.pipeline.naive_rag import closest, cosines
 
 # Cosine (all-MiniLM-L6-v2) at and above which a new fact resembles a held value of its attribute: two values of one
 # attribute said the same way ("Lives in ..." and "Lives in ...") score about 0.3 to 0.55, an activity against a job
@@ -57,7 +57,4 @@ class AttributeLabels:
             return True
         if not current_values:
             return False
-        held = np.asarray(self._embedder.embed(list(current_values)), dtype=np.float64)
-        vector = np.asarray(embedding, dtype=np.float64)
-        cosines = (held @ vector) / np.maximum(np.linalg.norm(held, axis=1) * np.linalg.norm(vector), 1e-12)
-        return bool(np.max(cosines) >= RESEMBLANCE)
+        return bool(np.max(cosines(self._embedder.embed(list(current_values)), embedding)) >= RESEMBLANCE)

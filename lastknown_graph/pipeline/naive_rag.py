@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
+import numpy.typing as npt
 
 from lastknown_graph.domain.models import Role, UserExport
 from lastknown_graph.domain.sentences import sentences
@@ -44,6 +45,18 @@ def user_sentences_with_vectors(export: UserExport) -> list[tuple[DatedSentence,
     return found
 
 
+def cosines(vectors: Sequence[Sequence[float]], query: Sequence[float]) -> npt.NDArray[np.float64]:
+    """The cosine of each of ``vectors`` (at least one) with ``query``; a zero vector scores 0."""
+    matrix = np.asarray(vectors, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[1] != len(query):
+        raise ValueError(f"the vectors have {matrix.shape[-1]} dimensions and the query {len(query)}")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = matrix / np.where(norms == 0.0, 1.0, norms)
+    q = np.asarray(query, dtype=np.float64)
+    scores: npt.NDArray[np.float64] = matrix @ (q / (np.linalg.norm(q) or 1.0))
+    return scores
+
+
 def closest(vectors: Sequence[Sequence[float]], query: Sequence[float], k: int) -> list[int]:
     """The positions of the ``k`` vectors closest to ``query`` by cosine, back in their original order (as a user
     would paste them); ties keep the earlier one."""
@@ -51,11 +64,4 @@ def closest(vectors: Sequence[Sequence[float]], query: Sequence[float], k: int) 
         raise ValueError(f"k must be a positive integer, got {k!r}")
     if not vectors:
         return []
-    matrix = np.asarray(vectors, dtype=np.float64)
-    if matrix.ndim != 2 or matrix.shape[1] != len(query):
-        raise ValueError(f"the vectors have {matrix.shape[-1]} dimensions and the query {len(query)}")
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = matrix / np.where(norms == 0.0, 1.0, norms)
-    q = np.asarray(query, dtype=np.float64)
-    scores = matrix @ (q / (np.linalg.norm(q) or 1.0))
-    return sorted(int(i) for i in np.argsort(-scores, kind="stable")[:k])
+    return sorted(int(i) for i in np.argsort(-cosines(vectors, query), kind="stable")[:k])
