@@ -176,7 +176,8 @@ class Memory(MemoryReader):
         """The rules' proposals and the model's classifications of the facts under ``other`` (one call), decided
         by the validator; a one-valued label passes only where the write's label check supports it."""
         proposals, calls = classifications_by_model(current, self.attributes, tracing.traced(self.llm), UsageMeter())
-        asked = [f for f in current if f.id in {i for p in proposals for i in p.fact_ids}]
+        proposed = {fact_id for proposal in proposals for fact_id in proposal.fact_ids}
+        asked = [f for f in current if f.id in proposed]
         vectors = dict(zip([f.id for f in asked], self.embedder.embed([f.text for f in asked]) if asked else [],
                            strict=True))
         within = self.conflict_settings.label_within

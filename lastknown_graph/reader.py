@@ -186,8 +186,8 @@ class MemoryReader:
                                      recorded_at=datetime.now(UTC), revision=revision)
                 if change is None:
                     return plan
-                named = {f.id: f for f in current if f.id in change.touched_fact_ids}
-                later = [f for f in named.values() if f.valid_from > dream_day]
+                touched = set(change.touched_fact_ids)
+                later = [f for f in current if f.id in touched and f.valid_from > dream_day]
                 if later:
                     raise InvalidInputError(f"a dream on {dream_day.isoformat()} cannot change '{later[0].text}', "
                                             f"stated on {later[0].valid_from.isoformat()}: date it on or after that")

@@ -122,16 +122,16 @@ def comparable(export: UserExport) -> dict[str, Any]:
 
 def dream_one(memory: dict[str, Any], fillers: list[str], llm: ChatModel, embedder: Embedder) -> dict[str, Any]:
     store = seeded(memory, fillers, embedder)
-    reader = Memory(llm, embedder, "hostile", store)
+    user_memory = Memory(llm, embedder, "hostile", store)
     before = store.export_user("hostile")
     started = time.monotonic()
-    plan: DreamPlan = reader.dream()
+    plan: DreamPlan = user_memory.dream()
     seconds = time.monotonic() - started
     after = store.export_user("hostile")
     applied = traps_applied(memory, after)
     restored = True
     if plan.session_id is not None:
-        reader.undo(plan.session_id)
+        user_memory.undo(plan.session_id)
         restored = comparable(store.export_user("hostile")) == comparable(before)
     texts = {f.id: f.text for f in before.facts}
     return {

@@ -22,7 +22,6 @@ from bench.stale.dataset import Session
 from bench.stale.peers import MEM0
 from bench.stale.systems import FULL_HISTORY, MEMORY, NAIVE_RAG, MemorySystem, Resources, System, make_system
 from lastknown_graph.memory import Memory
-from lastknown_graph.store import EmbeddedStore
 
 NO_MEMORY: Final = "no-memory"
 MEMORY_DREAM: Final = "memory-dream"
@@ -60,12 +59,10 @@ def start_system(name: str, resources: Resources, user_id: str, saved: Path | No
     """A fresh system for one (user, run); the memory read from ``saved`` when a previous run wrote it."""
     if name == NO_MEMORY:
         return LastSessionOnly(resources.llm, resources.history_max_chars, resources.answer_max_tokens)
-    if name == MEMORY_DREAM:
-        memory = (Memory.load(saved, resources.llm, resources.embedder) if saved is not None and saved.exists()
-                  else Memory(resources.llm, resources.embedder, user=user_id, store=EmbeddedStore(None),
-                              conflict_settings=resources.conflict_settings,
-                              premise_settings=resources.premise_settings))
-        return DreamingMemorySystem(memory, resources.answer_max_tokens)
+    if name == MEMORY_DREAM:  # the memory as the memory system starts it, dreaming as it writes
+        plain = start_system(MEMORY, resources, user_id, saved)
+        assert isinstance(plain, MemorySystem)
+        return DreamingMemorySystem(plain.memory, resources.answer_max_tokens)
     if name == MEMORY and saved is not None and saved.exists():
         return MemorySystem(Memory.load(saved, resources.llm, resources.embedder), resources.answer_max_tokens)
     return make_system(name, resources, user_id)
