@@ -69,8 +69,8 @@ class AsyncMemory:
         async with self._write_turn:
             return await self._in_thread(self.memory.write, messages, date=date, session=session)
 
-    async def ask(self, question: str, *, max_tokens: int = ANSWER_MAX_TOKENS) -> Answer:
-        return await self._in_thread(self.memory.ask, question, max_tokens=max_tokens)
+    async def ask(self, question: str, *, max_tokens: int = ANSWER_MAX_TOKENS, grounded: bool = False) -> Answer:
+        return await self._in_thread(self.memory.ask, question, max_tokens=max_tokens, grounded=grounded)
 
     async def compare(self, question: str, *, k: int = DEFAULT_K, max_tokens: int = ANSWER_MAX_TOKENS) -> Comparison:
         return await self._in_thread(self.memory.compare, question, k=k, max_tokens=max_tokens)

@@ -96,6 +96,7 @@ def scripted_rules() -> list[Rule]:
         Rule(purpose="ended", reply=Reply.json({"reasoning": "Nothing listed is over.", "no_longer_true": []})),
         Rule(purpose="premise", contains=["Portland", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
+        Rule(purpose="answer_quote", reply="Sanchez"),  # the README's grounded question: a surname no line holds
         Rule(purpose="answer", reply="(scripted) Last time you mentioned scorpions and dry heat, so it sounds "
                                      "like you are not in Portland any more. Want ideas for a hot desert weekend?"),
     ]

@@ -29,7 +29,7 @@ from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, SessionConflictError, StaleStateError, UnknownUserError
 from lastknown_graph.llm import ChatModel, Usage, UsageMeter
-from lastknown_graph.pipeline.answer_checks import answer_or_unknown
+from lastknown_graph.pipeline.answer_checks import UNKNOWN_ANSWER, answer_or_unknown, asks_two_things, quote_backs
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
 from lastknown_graph.pipeline.dream import plan_dream
 from lastknown_graph.pipeline.dream_proposals import classifications_by_model
@@ -48,6 +48,7 @@ from lastknown_graph.pipeline.user_words import (
 )
 from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
 from lastknown_graph.prompts.answer import answer_messages
+from lastknown_graph.prompts.answer_quote import quote_messages
 from lastknown_graph.prompts.naive_rag import naive_rag_context, naive_rag_messages
 from lastknown_graph.reader import MemoryReader, day_argument, id_argument, text_argument, user_argument
 from lastknown_graph.store import EmbeddedStore, Neo4jStore, Store
@@ -117,6 +118,7 @@ def user_turns(messages: Sequence[str | Mapping[str, object]]) -> list[str]:
 
 
 ANSWER_MAX_TOKENS = 400  # a reply of a few paragraphs; longer is a model that does not stop
+QUOTE_MAX_TOKENS = 80  # one line of the memory, copied
 
 
 class Memory(MemoryReader):
@@ -350,16 +352,23 @@ class Memory(MemoryReader):
             settings=self.premise_settings, meter=meter, history=history, embedding=embedding,
         )
 
-    def ask(self, question: str, *, max_tokens: int = ANSWER_MAX_TOKENS) -> Answer:
+    def ask(self, question: str, *, max_tokens: int = ANSWER_MAX_TOKENS, grounded: bool = False) -> Answer:
         """Answer with the whole current state, the history, the user's own words behind the current facts
         closest to the question, and premise notes in the system prompt (``Answer.context`` is all but the notes).
 
         ``max_tokens`` bounds the reply (a slow local model may be capped to its first sentence or two).
+        ``grounded``: the question asks what the user said ("What's my sister's name?"), so an answer no line of
+        the memory backs is worse than none. One short call first asks the model to copy the line that answers;
+        unless the code finds that line in the context (``Answer.quote``), the answer is that the memory does not
+        know, and the answer call is not made. A question asking two things is answered as without ``grounded``.
+        Leave it off for a request that is not about the user ("suggest a recipe"): no line answers those.
         """
         with tracing.span(tracing.ASK, {tracing.USER: tracing.pseudonym(self.user)}) as current:
             question = text_argument(question)
             if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
                 raise InvalidInputError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+            if not isinstance(grounded, bool):
+                raise InvalidInputError(f"grounded must be True or False, got {grounded!r}")
             meter = UsageMeter()
             # One snapshot of the history for the premise notes and the context: they cannot disagree, and
             # right after a write (when the store does not cache yet) the history is read once, not twice.
@@ -374,12 +383,20 @@ class Memory(MemoryReader):
                         render_sentences(said, ended_notes(self.store, self.user, history,
                                                            {s.message_id for s in said}))]
             context = "\n\n".join([self.context_of(history), *(section for section in sections if section)])
-            written = tracing.traced(self.llm).text(answer_messages(context, notes, question), purpose="answer",
-                                                    meter=meter, max_tokens=max_tokens)
-            text = answer_or_unknown(written, context)  # the model proposes, the code decides: a copy is no answer
-            current.set_attribute(tracing.ANSWER_COPIED_CONTEXT, text != written)
+            model = tracing.traced(self.llm)
+            quote = None
+            if grounded and not asks_two_things(question):
+                quote = model.text(quote_messages(context, question), purpose="answer_quote", meter=meter,
+                                   max_tokens=QUOTE_MAX_TOKENS)
+            if quote is not None and not quote_backs(quote, context):
+                written, text = None, UNKNOWN_ANSWER  # the model proposes, the code decides: nothing backs it
+            else:
+                written = model.text(answer_messages(context, notes, question), purpose="answer", meter=meter,
+                                     max_tokens=max_tokens)
+                text = answer_or_unknown(written, context)  # a copy of the context is no answer
+            current.set_attribute(tracing.ANSWER_COPIED_CONTEXT, written is not None and text != written)
             answer = Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter),
-                            replaced=None if text == written else written)
+                            replaced=None if written is None or text == written else written, quote=quote)
             current.set_attributes(tracing.answer_attributes(answer, history_entries=len(history),
                                                              quoted_turns=len(quotes)))
             return answer

@@ -30,6 +30,7 @@ class AnswerRecord(Record):
     error: str | None = None  # the system failed to answer; graded wrong
     context: str | None = None  # the memory's answer context (Answer.context), to read a failure's cause
     replaced: str | None = None  # the model's own answer where the memory answered instead (Answer.replaced)
+    quote: str | None = None  # the line a grounded answer was backed by, as the model copied it (Answer.quote)
     usage: dict[str, UsageCounts] = Field(default_factory=dict)  # purpose -> model calls and tokens
     seconds: float = 0.0
 

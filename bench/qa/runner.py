@@ -174,7 +174,7 @@ def _ask(task: Task, system: System, question: Question) -> AnswerRecord:
         return AnswerRecord(**base, status="error", error=f"{type(exc).__name__}: {exc}",
                             seconds=time.perf_counter() - started)
     return AnswerRecord(**base, status="ok", answer=probed.result.answer, context=probed.result.context,
-                        replaced=probed.result.replaced,
+                        replaced=probed.result.replaced, quote=probed.result.quote,
                         usage=dict(probed.usage.by_purpose), seconds=time.perf_counter() - started)
 
 

@@ -10,6 +10,8 @@ or about the memory. What it does:
   ``evidence``, and "I don't know" otherwise; to a never-said question always "I don't know". A system whose prompt
   holds the evidence therefore scores, and one whose prompt misses it does not: full-history scores every question
   its window holds, no-memory only those the last session answers, naive RAG those its top k sentences reach;
+- **quotes** (the memory's grounded answers): the first line of the system message that shows a turn of the
+  question's first evidence session, under the same condition as the answer, and NONE otherwise;
 - **mem0's** own calls get the STALE double's defaults (``bench/stale/scripted_peers.py``): nothing extracted.
 
 A call no rule matches gets the double's HTTP 500, so a call the memory starts making shows in the run as a
@@ -26,6 +28,7 @@ from bench.qa.dataset import Question, User
 from bench.qa.text import PREFIX_MARK
 from bench.stale.scripted import fact_text, shows
 from bench.stale.scripted_peers import peer_rules
+from lastknown_graph.prompts.answer_quote import NONE_REPLY
 from lastknown_graph.testing.scripted_server import RecordedRequest, Reply, Rule
 
 LABEL: Final = "scripted (test double, not a model): reads the answer key"
@@ -59,12 +62,27 @@ def oracle_answer(candidates: Iterable[Keyed], shown: str) -> str:
     return NOT_KNOWN
 
 
+def oracle_quote(candidates: Iterable[Keyed], shown: str) -> str:
+    """A line of ``shown`` holding a turn of the first evidence session of the question ``oracle_answer`` answers;
+    NONE when it answers none."""
+    for question, evidence in candidates:
+        if question.type == "never_said" or not all(any(shows(shown, t) for t in turns) for turns in evidence):
+            continue
+        lines = [line for line in shown.splitlines() if line.startswith("- ")]
+        return next((line for line in lines if any(shows(line, t) for t in evidence[0])), NONE_REPLY)
+    return NONE_REPLY
+
+
 def _asks(text: str) -> Callable[[RecordedRequest], bool]:
     return lambda request: request.last_user_message == text
 
 
 def _answering(candidates: list[Keyed]) -> Callable[[RecordedRequest], Reply]:
     return lambda request: Reply(oracle_answer(candidates, request.system_message))
+
+
+def _quoting(candidates: list[Keyed]) -> Callable[[RecordedRequest], Reply]:
+    return lambda request: Reply(oracle_quote(candidates, request.system_message))
 
 
 def scripted_rules(users: Iterable[User]) -> list[Rule]:
@@ -76,6 +94,8 @@ def scripted_rules(users: Iterable[User]) -> list[Rule]:
     rules: list[Rule] = [Rule(purpose="extraction", reply=extraction)]
     rules.append(Rule(purpose="dream_classify", reply=Reply.json({"facts": []})))  # a dream files nothing
     rules += [Rule(purpose="answer", when=_asks(text), reply=_answering(keyed)) for text, keyed in by_text.items()]
+    rules += [Rule(purpose="answer_quote", when=_asks(text), reply=_quoting(keyed)) for text, keyed in by_text.items()]
     rules += peer_rules([], "oracle")  # mem0's extraction: nothing
     rules.append(Rule(purpose="answer", reply=NOT_KNOWN))  # a question not in the data
+    rules.append(Rule(purpose="answer_quote", reply=NONE_REPLY))
     return rules

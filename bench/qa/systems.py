@@ -1,7 +1,8 @@
 """The systems compared on everyday questions: the STALE harness's (``bench/stale/systems.py``) and one more.
 
 - ``memory``, ``naive-rag``, ``full-history`` and ``mem0`` are the STALE harness's systems, made by its
-  ``make_system``, with this benchmark's settings (``--rag-k``, ``--history-max-chars``);
+  ``make_system``, with this benchmark's settings (``--rag-k``, ``--history-max-chars``); the memory answers with
+  ``ask(grounded=True)``, as an assistant asking what the user said should: every question here asks that;
 - ``no-memory`` (here) keeps the last session's user turns only: the floor, what an assistant knows with nothing
   kept between conversations but the one the question closes;
 - ``memory-dream`` (here) is the memory with ``Memory.dream()`` after every ``DREAM_EVERY`` sessions it wrote: does
@@ -13,7 +14,7 @@ writing it again (ten writes of a small local model take half an hour).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -57,10 +58,15 @@ class DreamingMemorySystem(MemorySystem):
 
 def start_system(name: str, resources: Resources, user_id: str, saved: Path | None) -> System:
     """A fresh system for one (user, run); the memory read from ``saved`` when a previous run wrote it."""
+    system = _started(name, resources, user_id, saved)
+    return replace(system, grounded=True) if isinstance(system, MemorySystem) else system
+
+
+def _started(name: str, resources: Resources, user_id: str, saved: Path | None) -> System:
     if name == NO_MEMORY:
         return LastSessionOnly(resources.llm, resources.history_max_chars, resources.answer_max_tokens)
     if name == MEMORY_DREAM:  # the memory as the memory system starts it, dreaming as it writes
-        plain = start_system(MEMORY, resources, user_id, saved)
+        plain = _started(MEMORY, resources, user_id, saved)
         assert isinstance(plain, MemorySystem)
         return DreamingMemorySystem(plain.memory, resources.answer_max_tokens)
     if name == MEMORY and saved is not None and saved.exists():

@@ -38,6 +38,7 @@ class ProbeResult(Record):
     # from the run's JSONL. None for the baselines and for runs before it was kept.
     context: str | None = None
     replaced: str | None = None  # the model's own answer where the memory answered instead (Answer.replaced)
+    quote: str | None = None  # a grounded answer's quote (Answer.quote); None when the memory was not grounded
 
 
 class Linkage(Record):

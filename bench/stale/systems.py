@@ -86,6 +86,7 @@ class MemorySystem:
     # Mature mode: every imported background fact's id, and id -> text of those current once imported.
     background_ids: frozenset[str] = frozenset()
     background_current: dict[str, str] = field(default_factory=dict)
+    grounded: bool = False  # ask(grounded=True): every question asks what the user said
 
     def ingest(self, session: Session) -> None:
         report = self.memory.write(list(session.user_turns), date=session.day, session=session.id)
@@ -123,9 +124,9 @@ class MemorySystem:
                 for fact_id, text in no_longer_current(self.background_current, status).items()]
 
     def ask(self, question: str) -> Probed:
-        answer = self.memory.ask(question, max_tokens=self.answer_max_tokens)
+        answer = self.memory.ask(question, max_tokens=self.answer_max_tokens, grounded=self.grounded)
         return Probed(ProbeResult(question=question, answer=answer.text, premise_notes=answer.premise_notes,
-                                  context=answer.context, replaced=answer.replaced), answer.usage)
+                                  context=answer.context, replaced=answer.replaced, quote=answer.quote), answer.usage)
 
     def close(self) -> None:
         """The store is the run's (a shared Neo4j) or an in-memory one that goes with this object."""

@@ -179,6 +179,7 @@ lastknown context --user alice --known-at 2024-09-03T18:00:00Z   # what an answe
 lastknown ask --user alice "Rainy-day ideas for Portland?"
 lastknown ask --user alice "Where do I live?" --json | jq -r .text
 lastknown ask --user alice --compare "Where do I live?"   # beside naive RAG over the same stored messages
+lastknown ask --user alice --grounded "What's my sister's name?"   # "I don't know" unless a line backs it
 """, run_ask)
     ask.add_argument("question")
     ask.add_argument("--compare", action="store_true",
@@ -186,6 +187,10 @@ lastknown ask --user alice --compare "Where do I live?"   # beside naive RAG ove
                           "side by side, each with its context, calls and seconds")
     ask.add_argument("-k", type=int, default=None,
                      help=f"with --compare: how many sentences naive RAG retrieves (default {DEFAULT_K})")
+    ask.add_argument("--grounded", action="store_true",
+                     help="the question asks what the user said: one more short call asks the model for the line "
+                          "of the memory that answers, and unless that line is there the answer is that the memory "
+                          "does not know (leave it off for requests that are not about the user)")
 
     find = _command(commands, common, "find", "search current and historical facts by meaning", """
 lastknown find --user alice "where does the user live" -k 3

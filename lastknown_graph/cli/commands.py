@@ -152,11 +152,13 @@ def run_ask(args: argparse.Namespace, rt: Runtime) -> int:
     rt.store_with_user(user)
     if args.k is not None and not args.compare:
         raise InvalidInputError("-k is how many sentences naive RAG retrieves: it goes with --compare")
+    if args.compare and args.grounded:
+        raise InvalidInputError("--grounded and --compare do not go together: --compare answers as without --grounded")
     if args.compare:
         comparison = rt.memory(user).compare(args.question, k=DEFAULT_K if args.k is None else args.k)
         emit(rt.options, {"user": user, **comparison.model_dump(mode="json")}, compared_text(comparison))
         return EXIT_OK
-    answer = rt.memory(user).ask(args.question)
+    answer = rt.memory(user).ask(args.question, grounded=args.grounded)
     if not rt.options.as_json:
         for premise in answer.premise_notes:
             note(f"premise note: {premise}")

@@ -137,6 +137,9 @@ class Answer(Report):
     # The model's own answer when the code answered instead (it copied the context: pipeline/answer_checks.py);
     # None when ``text`` is the model's.
     replaced: str | None = None
+    # A grounded answer's quote: the line the model copied as the one answering (``Memory.ask(grounded=True)``);
+    # when the code finds it in no line of ``context``, ``text`` says the memory does not know. None: not grounded.
+    quote: str | None = None
 
 
 class ComparedAnswer(Report):

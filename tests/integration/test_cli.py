@@ -31,6 +31,7 @@ import pytest
 from lastknown_graph.cli.app import main
 from lastknown_graph.domain.models import FactKind
 from lastknown_graph.domain.sentences import sentences
+from lastknown_graph.pipeline.answer_checks import UNKNOWN_ANSWER
 from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
@@ -85,6 +86,8 @@ def rules() -> list[Rule]:
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", system_contains=RETRIEVED_HEADING, reply="(scripted naive RAG answer)"),
         Rule(purpose="answer", reply="(scripted answer)"),
+        Rule(purpose="answer_quote", contains="surname", reply="Sanchez"),  # scripted: a value no line holds
+        Rule(purpose="answer_quote", reply="Lives in a hot desert region"),
         Rule(purpose="dream_classify", contains="Knits scarves", reply=Reply.json({"facts": [
             {"number": 1, "about": "a pastime", "attribute": "hobby"}]})),
     ]
@@ -449,6 +452,23 @@ def test_ask_compare_answers_beside_naive_rag_over_the_same_stored_words(
     assert run(model_env, "ask", "--compare", "x", "-k", "0", "--store", embedded(path), "--user", user).code == 3
     alone = run(model_env, "ask", "x", "-k", "3", "--store", embedded(path), "--user", user)
     assert alone.code == 3 and "goes with --compare" in alone.err
+
+
+def test_ask_grounded_answers_only_what_a_line_of_the_memory_backs(
+    model_env: dict[str, str], alice: tuple[Path, str]
+) -> None:
+    path, user = alice
+    backed = ok(run(model_env, "--json", "ask", "--grounded", "Where do I live?", "--store", embedded(path),
+                    "--user", user)).json()
+    assert (backed["text"], backed["quote"]) == ("(scripted answer)", "Lives in a hot desert region")
+    unbacked = ok(run(model_env, "--json", "ask", "--grounded", "What's my surname?", "--store", embedded(path),
+                      "--user", user)).json()
+    assert (unbacked["text"], unbacked["quote"]) == (UNKNOWN_ANSWER, "Sanchez")
+    assert "answer" not in unbacked["usage"]["by_purpose"]  # no answer call once nothing backs it
+    plain = ok(run(model_env, "--json", "ask", "What's my surname?", "--store", embedded(path), "--user", user)).json()
+    assert (plain["text"], plain["quote"]) == ("(scripted answer)", None)
+    both = run(model_env, "ask", "--grounded", "--compare", "x", "--store", embedded(path), "--user", user)
+    assert both.code == 3 and "do not go together" in both.err
 
 
 def test_find_returns_current_and_historical_facts_with_ids(

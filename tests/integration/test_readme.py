@@ -99,6 +99,8 @@ def test_readme_example_runs_and_retires_portland(tmp_path: Path, monkeypatch: p
     assert (tmp_path / "alice.json").is_file()
     assert (tmp_path / "memory.json").is_file()
     assert output.splitlines()[-1].startswith("True ")  # the reader sees the same memory, without a model
+    # the grounded question: the scripted quote is a surname no line of the memory holds
+    assert "I don't know: nothing you have told me says so. Sanchez" in output
 
 
 def test_readme_undo_example_revives_portland_and_writes_the_session_again(

@@ -1,11 +1,19 @@
-"""An answer that copies the memory's context is no answer: the code answers that it does not know instead."""
+"""An answer that copies the memory's context is no answer, and a grounded answer needs a line of the context
+backing it: otherwise the code answers that it does not know."""
 
 from __future__ import annotations
 
 import pytest
 
 from lastknown_graph import EmbeddedStore, Memory
-from lastknown_graph.pipeline.answer_checks import UNKNOWN_ANSWER, answer_or_unknown, copies_the_context
+from lastknown_graph.errors import InvalidInputError
+from lastknown_graph.pipeline.answer_checks import (
+    UNKNOWN_ANSWER,
+    answer_or_unknown,
+    asks_two_things,
+    copies_the_context,
+    quote_backs,
+)
 from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 
@@ -65,3 +73,80 @@ def test_an_answer_of_the_models_own_is_not_marked_replaced() -> None:
     memory.write(["I live in Porto."], date="2024-06-01", session="s1")
     answer = memory.ask("Where do I live?")
     assert (answer.text, answer.replaced) == ("You live in Porto.", None)
+
+
+@pytest.mark.parametrize("quote", [
+    "- [2024-06-01] Lives in Porto",  # the line as it stands
+    "Lives in Porto",  # the line without its date
+    "Porto",  # whole words inside a line
+    "Yes, lives in Porto.",  # a yes or no in front is not part of the quote
+])
+def test_a_quote_found_in_a_line_backs_the_answer(quote: str) -> None:
+    assert quote_backs(quote, CONTEXT)
+
+
+@pytest.mark.parametrize("quote", [
+    "NONE",
+    "",
+    "Lives in Braga",  # a value no line holds: an invention cannot be quoted
+    "Port",  # part of a word is not a word of the line
+    "Lives in Porto and Lyon",  # a blend of two lines is in neither
+    "What is true about the user now",  # a heading is no line
+])
+def test_a_quote_no_line_holds_backs_nothing(quote: str) -> None:
+    assert not quote_backs(quote, CONTEXT)
+
+
+@pytest.mark.parametrize(("question", "two"), [
+    ("What's my surname?", False),
+    ("Do my sister and I share a birthday?", False),
+    ("When is my birthday, and what must my cake not contain?", True),
+    ("Who did I travel with and when was that?", True),
+    ("Which city did we move to and why?", True),
+])
+def test_a_second_question_is_told_apart(question: str, two: bool) -> None:
+    assert asks_two_things(question) is two
+
+
+def _porto_model(quote: str) -> ScriptedModel:
+    def answering(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            return {"facts": [{"text": "Lives in Porto", "topic": "home_location", "kind": "state",
+                               "inferred": False, "evidence": [0]}]}
+        if call.purpose == "answer_quote":
+            return quote
+        if call.purpose == "answer":
+            return "Your surname is Sousa."  # scripted: an invention
+        return 0.1
+    return ScriptedModel(answering)
+
+
+def test_a_grounded_answer_no_line_backs_is_that_the_memory_does_not_know() -> None:
+    model = _porto_model("Sousa")
+    memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None))
+    memory.write(["I live in Porto."], date="2024-06-01", session="s1")
+    answer = memory.ask("What's my surname?", grounded=True)
+    assert (answer.text, answer.quote, answer.replaced) == (UNKNOWN_ANSWER, "Sousa", None)
+    assert model.calls_for("answer") == []  # the answer call is not made
+    assert answer.usage.by_purpose["answer_quote"].calls == 1
+
+
+def test_a_grounded_answer_a_line_backs_is_the_models() -> None:
+    model = _porto_model("Lives in Porto")
+    memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None))
+    memory.write(["I live in Porto."], date="2024-06-01", session="s1")
+    answer = memory.ask("What's my surname?", grounded=True)
+    assert (answer.text, answer.quote) == ("Your surname is Sousa.", "Lives in Porto")
+    assert [c.purpose for c in model.calls if c.purpose.startswith("answer")] == ["answer_quote", "answer"]
+
+
+def test_without_grounded_or_for_two_questions_no_quote_is_asked() -> None:
+    model = _porto_model("Sousa")
+    memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None))
+    memory.write(["I live in Porto."], date="2024-06-01", session="s1")
+    assert memory.ask("What's my surname?").text == "Your surname is Sousa."
+    two = memory.ask("Where do I live, and what's my surname?", grounded=True)
+    assert (two.text, two.quote) == ("Your surname is Sousa.", None)
+    assert model.calls_for("answer_quote") == []
+    with pytest.raises(InvalidInputError, match="grounded"):
+        memory.ask("What's my surname?", grounded="yes")  # type: ignore[arg-type]
