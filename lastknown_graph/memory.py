@@ -384,11 +384,13 @@ class Memory(MemoryReader):
                                                            {s.message_id for s in said}))]
             context = "\n\n".join([self.context_of(history), *(section for section in sections if section)])
             model = tracing.traced(self.llm)
-            quote = None
+            quote, backed = None, True
             if grounded and not asks_two_things(question):
                 quote = model.text(quote_messages(context, question), purpose="answer_quote", meter=meter,
                                    max_tokens=QUOTE_MAX_TOKENS)
-            if quote is not None and not quote_backs(quote, context):
+                backed = quote_backs(quote, context)
+                current.set_attribute(tracing.ANSWER_QUOTE_BACKED, backed)
+            if not backed:
                 written, text = None, UNKNOWN_ANSWER  # the model proposes, the code decides: nothing backs it
             else:
                 written = model.text(answer_messages(context, notes, question), purpose="answer", meter=meter,

@@ -53,6 +53,8 @@ ATTEMPT = "lastknown.plan.attempt"
 STORE_KIND = "lastknown.store.kind"
 STORE_OUTCOME = "lastknown.store.outcome"  # committed | already_written | stale
 ANSWER_COPIED_CONTEXT = "lastknown.ask.copied_context"  # the model wrote out its context: answered "I don't know"
+# A grounded ask only: the model's quote was found in the context (False: answered "I don't know", no answer call).
+ANSWER_QUOTE_BACKED = "lastknown.ask.quote_backed"
 PURPOSE = "lastknown.llm.purpose"  # extraction, value_change, dependants, ended, premise, answer, ...
 CALL_KIND = "lastknown.llm.call"  # structured | yes_probability | yes_probabilities | text
 COMPLETIONS = "lastknown.llm.completions"  # answered requests in one call: retries and capability probes included

@@ -257,6 +257,19 @@ def test_one_ask_is_one_span_tree_with_the_premise_guard(spans: Any, memory: Mem
     assert leaks(finished) == []
 
 
+def test_a_grounded_ask_whose_quote_no_line_holds_makes_no_answer_call(spans: Any, memory: Memory) -> None:
+    memory.write([PORTO], date="2024-05-20", session=SESSION)
+    spans.clear()
+    answer = memory.ask(QUESTION, grounded=True)  # scripted: the quote is the canned answer, in no line
+    finished = spans.get_finished_spans()
+    assert tree(finished) == [("lastknown.ask", None, [("lastknown.premise", None, []), chat("answer_quote")])]
+    [ask] = named(finished, "lastknown.ask")
+    assert (ask.attributes or {})["lastknown.ask.quote_backed"] is False
+    assert (ask.attributes or {})["lastknown.ask.copied_context"] is False
+    assert answer.quote == ANSWER
+    assert leaks(finished) == []
+
+
 def test_a_failed_model_call_marks_its_spans_as_errors_by_type_only(spans: Any) -> None:
     # The error's message quotes the user, as real ones may (an unreadable answer is quoted back).
     model = ScriptedModel(failing(LLMUnavailableError(f"the endpoint went away while reading {PORTO!r}")))
