@@ -88,7 +88,8 @@ def check_identity(out: Path, meta: Mapping[str, object], keys: Sequence[str] = 
 
 
 def _versions(value: object) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+    """Each peer's version; a peer recorded without one (not installed when the run began) has none to keep."""
+    return {str(k): str(v) for k, v in value.items() if v is not None} if isinstance(value, dict) else {}
 
 
 def _at(meta: Mapping[str, object], key: str) -> object:

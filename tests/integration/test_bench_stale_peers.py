@@ -127,6 +127,15 @@ def test_a_peer_joins_a_run_directory_later_but_never_in_another_version(tmp_pat
         check_identity(tmp_path, {**identity, "systems": [MEM0], "peer_versions": {MEM0: "2.3.0"}})
 
 
+def test_a_peer_not_installed_when_a_run_began_joins_it_once_installed(tmp_path: Path) -> None:
+    identity = {"label": "model m", "model": "m", "code": "abc1234"}
+    check_identity(tmp_path, {**identity, "systems": ["memory"], "peer_versions": {MEM0: None}})  # bench.qa's way
+    check_identity(tmp_path, {**identity, "systems": [MEM0], "peer_versions": {MEM0: "2.2.1"}})
+    check_identity(tmp_path, {**identity, "systems": ["memory"], "peer_versions": {MEM0: None}})  # resumed without it
+    run = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert (run["systems"], run["peer_versions"]) == ([MEM0, "memory"], {MEM0: "2.2.1"})
+
+
 @pytest.mark.skipif(not MISSING, reason="the peers extra is installed here, so the run does not refuse")
 def test_without_the_extra_a_peer_run_is_refused_with_what_to_install(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
