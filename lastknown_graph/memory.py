@@ -407,7 +407,8 @@ class Memory(MemoryReader):
         """Answer ``question`` twice, side by side: with the memory (``ask``) and with naive RAG over the same stored
         messages (the user's ``k`` sentences closest to the question, verbatim and dated, nothing else), the same
         model for both. Each side comes with its context, calls and seconds: a user can see what the memory adds on
-        their own data. Forgotten (redacted) messages are in neither."""
+        their own data. Forgotten (redacted) messages are in neither. The memory's side is not grounded: neither
+        side gets a check the other does not."""
         question = text_argument(question)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a positive integer, got {k!r}")

@@ -10,7 +10,9 @@ A grounded answer (``Memory.ask(grounded=True)``, for a question about what the 
 model's copy of the one line that answers it is a line of the context, or part of one: an invented surname or car is
 in no line, so it cannot be quoted. On 60 stored contexts of that run the check took never-said questions from 7 to
 10 of 12 right and all questions from 27 to 29 (bench/results/answer-prompt.md). A question asking two things is not
-checked: its answer joins two lines, and a one-line quote of it is in none.
+checked: its answer joins two lines, and the model's quote blends them into words found in neither (checked, every
+such question was lost). The check is on the quote, not on the answer, and any run of a line's words backs it, a
+single word included: it stops values the memory does not hold, not an answer that picks the wrong line.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.pipeline.user_words import SAID_HEADING, WORDS_HEADING
 from lastknown_graph.prompts.answer_quote import NONE_REPLY
 
-UNKNOWN_ANSWER = "I don't know: nothing you have told me says so."
+UNKNOWN_ANSWER: Final = "I don't know: nothing you have told me says so."
 # A second question inside one message: "..., and which city?", "... and how long did it last?".
 _SECOND_QUESTION: Final = re.compile(
     r",\s*and\b|\band\s+(?:\w+\s+){0,2}?(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 _YES_OR_NO: Final = frozenset({"yes", "no"})
-_HEADINGS = tuple(normalised(heading.split("(")[0]) for heading in (NOW_HEADING, PAST_HEADING, WORDS_HEADING,
+_HEADINGS: Final = tuple(normalised(heading.split("(")[0]) for heading in (NOW_HEADING, PAST_HEADING, WORDS_HEADING,
                                                                     SAID_HEADING))
 
 

@@ -15,6 +15,7 @@ import pytest
 from lastknown_graph import AsyncMemory, InvalidInputError, Memory, UnknownSessionError
 from lastknown_graph.domain.models import FactStatus
 from lastknown_graph.embedders import Embedder
+from lastknown_graph.pipeline.answer_checks import UNKNOWN_ANSWER
 from lastknown_graph.store import Store
 from lastknown_graph.testing import ModelCall, ScriptedModel
 from tests.builders import new_user
@@ -132,6 +133,8 @@ def test_reads_answers_and_errors_are_the_synchronous_ones(store: Store, embedde
             await memory.find("where does the user live", kind="event")
         question = "Do I still live in Lyon?"
         assert (await memory.ask(question)).context == synchronous.ask(question).context
+        grounded = await memory.ask(question, grounded=True)  # scripted: the quote "ok" is in no line
+        assert (grounded.text, grounded.quote) == (UNKNOWN_ANSWER, "ok")
         assert await memory.timeline() == synchronous.timeline()
         with pytest.raises(InvalidInputError, match="no user message"):
             await memory.write([], date="2024-07-01", session="s3")

@@ -23,6 +23,8 @@ from bench.qa.scripted import EMBEDDING_DIMENSION, scripted_rules
 from bench.qa.systems import NO_MEMORY, SYSTEMS
 from bench.qa.text import first_found, sentences
 from bench.stale.peers import MEM0, installed_version
+from lastknown_graph.pipeline.answer_checks import asks_two_things
+from lastknown_graph.prompts.answer_quote import NONE_REPLY
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
 USERS = load_users()
@@ -87,6 +89,15 @@ def test_quick_run_writes_the_summary_and_a_report_that_lists_every_wrong_answer
     kinds = {f["id"]: f["kind"] for f in dreamt["facts"]}
     assert {kinds[c["fact_id"]] for c in dreamt["dream_changes"]} == {"moment"}
     assert "dream" not in {s["kind"] for s in plain["sessions"]}
+    # The memory answers grounded: a quote for every question asking one thing, none for one asking two; the
+    # double quotes a line only where it answers, so a never-said question's quote backs nothing.
+    records = [json.loads(line) for line in (tmp_path / "run" / "memory.answers.jsonl").read_text().splitlines()]
+    asked = {q.question: q for q in ASKED}
+    assert {r["quote"] is None for r in records if asks_two_things(r["question"])} <= {True}
+    one_thing = [r for r in records if not asks_two_things(r["question"])]
+    assert one_thing and all(r["quote"] is not None for r in one_thing)
+    assert {r["quote"] for r in one_thing if asked[r["question"]].type == "never_said"} == {NONE_REPLY}
+    assert all(r["quote"] != NONE_REPLY for r in one_thing if asked[r["question"]].type != "never_said")
     if installed_version(MEM0) is None:
         mem0 = systems[MEM0]
         assert mem0["overall"] is None and mem0["spread"] is None and "mem0ai" in mem0["not_run"]
