@@ -30,8 +30,8 @@ UNKNOWN_ANSWER: Final = "I don't know: nothing you have told me says so."
 _SECOND_QUESTION: Final = re.compile(
     r",\s*and\b|\band\s+(?:\w+\s+){0,2}?(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 _YES_OR_NO: Final = frozenset({"yes", "no"})
-_HEADINGS: Final = tuple(normalised(heading.split("(")[0]) for heading in (NOW_HEADING, PAST_HEADING, WORDS_HEADING,
-                                                                    SAID_HEADING))
+_HEADINGS: Final = tuple(normalised(heading.split("(")[0])
+                         for heading in (NOW_HEADING, PAST_HEADING, WORDS_HEADING, SAID_HEADING))
 
 
 def copies_the_context(answer: str, context: str) -> bool:
