@@ -396,9 +396,10 @@ class Memory(MemoryReader):
                 written = model.text(answer_messages(context, notes, question), purpose="answer", meter=meter,
                                      max_tokens=max_tokens)
                 text = answer_or_unknown(written, context)  # a copy of the context is no answer
-            current.set_attribute(tracing.ANSWER_COPIED_CONTEXT, written is not None and text != written)
+            replaced = written if written is not None and text != written else None
+            current.set_attribute(tracing.ANSWER_COPIED_CONTEXT, replaced is not None)
             answer = Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter),
-                            replaced=None if written is None or text == written else written, quote=quote)
+                            replaced=replaced, quote=quote)
             current.set_attributes(tracing.answer_attributes(answer, history_entries=len(history),
                                                              quoted_turns=len(quotes)))
             return answer

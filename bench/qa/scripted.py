@@ -50,27 +50,33 @@ def extraction(request: RecordedRequest) -> Reply:
 Keyed = tuple[Question, list[tuple[str, ...]]]  # a question and the turns of each of its evidence sessions
 
 
+def _answered(candidates: Iterable[Keyed], shown: str) -> Keyed | None:
+    """The first question (users share some wordings, "What's my name?") that is not a never-said one and whose every
+    evidence session has a turn in ``shown``; None when there is none."""
+    return next(((question, evidence) for question, evidence in candidates if question.type != "never_said"
+                 and all(any(shows(shown, t) for t in turns) for turns in evidence)), None)
+
+
 def oracle_answer(candidates: Iterable[Keyed], shown: str) -> str:
-    """The key's answer to the first question (users share some wordings, "What's my name?") whose every evidence
-    session has a turn in ``shown``; "I don't know" when there is none."""
-    for question, evidence in candidates:
-        if question.type == "never_said" or not all(any(shows(shown, t) for t in turns) for turns in evidence):
-            continue
-        parts = [group[0].removesuffix(PREFIX_MARK) for group in question.right]
-        lead = f"{question.lead.capitalize()}. " if question.lead else ""
-        return f"{lead}From what you told me: {'; '.join(parts)}." if parts else lead.strip()
-    return NOT_KNOWN
+    """The key's answer to the question ``shown`` answers; "I don't know" when it answers none."""
+    keyed = _answered(candidates, shown)
+    if keyed is None:
+        return NOT_KNOWN
+    question, _ = keyed
+    parts = [group[0].removesuffix(PREFIX_MARK) for group in question.right]
+    lead = f"{question.lead.capitalize()}. " if question.lead else ""
+    return f"{lead}From what you told me: {'; '.join(parts)}." if parts else lead.strip()
 
 
 def oracle_quote(candidates: Iterable[Keyed], shown: str) -> str:
-    """A line of ``shown`` holding a turn of the first evidence session of the question ``oracle_answer`` answers;
-    NONE when it answers none."""
-    for question, evidence in candidates:
-        if question.type == "never_said" or not all(any(shows(shown, t) for t in turns) for turns in evidence):
-            continue
-        lines = [line for line in shown.splitlines() if line.startswith("- ")]
-        return next((line for line in lines if any(shows(line, t) for t in evidence[0])), NONE_REPLY)
-    return NONE_REPLY
+    """A line of ``shown`` holding a turn of the first evidence session of the question ``shown`` answers; NONE when
+    it answers none."""
+    keyed = _answered(candidates, shown)
+    if keyed is None:
+        return NONE_REPLY
+    _, evidence = keyed
+    lines = [line for line in shown.splitlines() if line.startswith("- ")]
+    return next((line for line in lines if any(shows(line, t) for t in evidence[0])), NONE_REPLY)
 
 
 def _asks(text: str) -> Callable[[RecordedRequest], bool]:

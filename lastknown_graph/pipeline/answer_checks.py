@@ -41,8 +41,7 @@ def copies_the_context(answer: str, context: str) -> bool:
     first = answer.strip().splitlines()[0].strip()
     if normalised(first).startswith(_HEADINGS):
         return True
-    lines = {normalised(line) for line in context.splitlines() if line.strip().startswith("- ")}
-    return normalised(first) in lines
+    return normalised(first) in set(_listed_lines(context))
 
 
 def answer_or_unknown(answer: str, context: str) -> str:
@@ -63,5 +62,10 @@ def quote_backs(quote: str, context: str) -> bool:
     if not words or words == [NONE_REPLY.casefold()]:
         return False
     quoted = f" {' '.join(words)} "
-    lines = (f" {normalised(line)} " for line in context.splitlines() if line.strip().startswith("- "))
+    lines = (f" {line} " for line in _listed_lines(context))
     return any(quoted in line or (line.strip() and line in quoted) for line in lines)
+
+
+def _listed_lines(context: str) -> list[str]:
+    """The context's listed lines (facts, history, the user's words), normalised; headings and blanks left out."""
+    return [normalised(line) for line in context.splitlines() if line.strip().startswith("- ")]
