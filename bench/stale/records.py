@@ -76,6 +76,15 @@ class PairCheck(Record):
     changed: bool | None = None
 
 
+class Rejection(Record):
+    """A fact the extraction proposed and the write refused (WriteReport.rejected), with the refusal's reason: what
+    tells "the model gave nothing" from "the code refused what it gave" when an old state has no fact."""
+
+    session: str
+    text: str
+    reason: str
+
+
 class EndedFact(Record):
     """A background fact current before the scenario's first session and not at the end."""
 
@@ -111,6 +120,7 @@ class ScenarioResult(Record):
     judge_errors: dict[str, str] = Field(default_factory=dict)  # judge call -> why its output was unusable
     linkage: Linkage | None = None
     checks: list[PairCheck] = Field(default_factory=list)  # memory only
+    rejected: list[Rejection] = Field(default_factory=list)  # memory only; empty in records written before it was kept
     usage: dict[str, dict[str, UsageCounts]] = Field(default_factory=dict)  # phase -> purpose -> counts
     seconds: dict[str, float] = Field(default_factory=dict)  # phase -> wall time
     background: Background | None = None  # mature mode only

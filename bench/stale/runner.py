@@ -20,6 +20,7 @@ from bench.stale.records import (
     Linkage,
     PairCheck,
     ProbeResult,
+    Rejection,
     ResultWriter,
     ScenarioResult,
     add_usage,
@@ -142,8 +143,10 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
         seconds["answer"] = time.perf_counter() - started
         linkage: Linkage | None = None
         checks: list[PairCheck] = []
+        rejected: list[Rejection] = []
         if isinstance(system, MemorySystem):
             linkage, checks, ended = system.graph_results(scenario)
+            rejected = system.rejected
             if background is not None:
                 background = background.model_copy(update={"ended": ended})
     except (LastknownError, SystemFailure) as exc:
@@ -155,15 +158,15 @@ def run_scenario(scenario: Scenario, system_name: str, plan: RunPlan, resources:
     finally:
         _close(system)
     if judge is None:
-        return ScenarioResult(**base, status="ok", probes=probes, linkage=linkage, checks=checks, usage=usage,
-                              seconds=seconds, background=background)
+        return ScenarioResult(**base, status="ok", probes=probes, linkage=linkage, checks=checks, rejected=rejected,
+                              usage=usage, seconds=seconds, background=background)
     started = time.perf_counter()
     judgement = judge.grade(scenario, probes)
     seconds["judge"] = time.perf_counter() - started
     add_usage(usage["judge"], judgement.usage)
     return ScenarioResult(**base, status="ok", probes=probes, grades=judgement.grades,
-                          judge_errors=judgement.errors, linkage=linkage, checks=checks, usage=usage,
-                          seconds=seconds, background=background)
+                          judge_errors=judgement.errors, linkage=linkage, checks=checks, rejected=rejected,
+                          usage=usage, seconds=seconds, background=background)
 
 
 def _error(exc: LastknownError | SystemFailure) -> str:

@@ -16,7 +16,7 @@ from bench.stale.dataset import Scenario, Session
 from bench.stale.linkage import linkage, old_fact_ids
 from bench.stale.mature import MatureUser, ScenarioBackground
 from bench.stale.peers import GRAPHITI, MEM0, PEERS
-from bench.stale.records import EndedFact, Linkage, PairCheck, Probed, ProbeResult, add_usage
+from bench.stale.records import EndedFact, Linkage, PairCheck, Probed, ProbeResult, Rejection, add_usage
 from lastknown_graph.domain.models import UserExport
 from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.embedders import Embedder
@@ -83,6 +83,7 @@ class MemorySystem:
     name: str = MEMORY
     ingest_usage: dict[str, UsageCounts] = field(default_factory=dict)
     checks: list[PairCheck] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
     # Mature mode: every imported background fact's id, and id -> text of those current once imported.
     background_ids: frozenset[str] = frozenset()
     background_current: dict[str, str] = field(default_factory=dict)
@@ -104,6 +105,7 @@ class MemorySystem:
                       reason=retired.reason)
             for retired in report.retired
         ]
+        self.rejected += [Rejection(session=session.id, text=r.text, reason=r.reason) for r in report.rejected]
 
     def graph_results(self, scenario: Scenario) -> GraphResults:
         """From one read of the graph: the linkage, the pair checks, each marked whether it is the scenario's

@@ -284,11 +284,17 @@ def names_a_moment(fact_text: str) -> bool:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _COPY_SHARE = 0.9  # of a sentence's words in the fact, in the fact's own order or not
 _COPY_MIN_WORDS = 5  # shorter sentences ("I am vegan.") are facts said plainly
+_SPEAKER = frozenset("i i'm i've i'd".split())  # noqa: SIM905 - the user alone; "we" is not only the user
 
 
 def copies_a_sentence(fact_text: str, user_messages: list[str]) -> bool:
     """The fact is one of the user's sentences copied (first person, or nearly every word of a sentence of at least
-    five words), not a fact about the user distilled from it."""
+    five words), not a fact about the user distilled from it.
+
+    A sentence the user began with "I" and the fact restates without it ("I've been based in Oslo for years" ->
+    "Has been based in Oslo for years") is the user's statement about themselves put as a fact, not a copy: the
+    whole-sentence test would otherwise refuse exactly the long plain statements of a state (STALE's
+    7c0ae4e7, bench/results/stale-qwen2.5-coder-1.5b-attr-mature-b0363f8.md)."""
     words = [w.lower().replace("’", "'") for w in _WORD.findall(fact_text)]
     if words and words[0] in _FIRST_PERSON:
         return True
@@ -296,6 +302,8 @@ def copies_a_sentence(fact_text: str, user_messages: list[str]) -> bool:
     for message in user_messages:
         for sentence in _SENTENCE_END.split(message):
             said = [w.lower().replace("’", "'") for w in _WORD.findall(sentence)]
+            if said and said[0] in _SPEAKER:
+                continue
             if len(said) >= _COPY_MIN_WORDS and len(fact_words) >= _COPY_MIN_WORDS \
                     and sum(w in fact_words for w in said) >= _COPY_SHARE * len(said) \
                     and len(fact_words) <= len(set(said)) + 1:

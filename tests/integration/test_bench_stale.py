@@ -508,8 +508,10 @@ def test_mature_run_counts_the_background_facts_the_writes_retired(tmp_path: Pat
     new_fact = {"text": oracle_fact(LOCATION.M_new), "topic": "home_location", "kind": "state", "inferred": True,
                 "evidence": []}
     stray = {"text": COLLATERAL_JOB, "topic": "job_title", "kind": "state", "inferred": False, "evidence": []}
+    voiced = {"text": "I keep the receipts in a shoebox", "topic": "other", "kind": "state", "inferred": False,
+              "evidence": []}
     confused = Rule(purpose="extraction", when=lambda r: shows(r.last_user_message, LOCATION.M_new),
-                    reply=Reply.json({"facts": [new_fact, stray]}))
+                    reply=Reply.json({"facts": [new_fact, stray, voiced]}))
     with ScriptedLLMServer([confused, *scripted_rules(SCENARIOS, "oracle")],
                            embedding_dimension=EMBEDDING_DIMENSION) as server:
         out = tmp_path / "mature"
@@ -529,6 +531,9 @@ def test_mature_run_counts_the_background_facts_the_writes_retired(tmp_path: Pat
         # The background came with retirements of its own; the scenario's facts were retired by M_new alone.
         assert result.linkage is not None and result.linkage.category == "retired_by_new_session"
         assert result.linkage.false_retirements == 0
+        # What the write refused is kept with its session, so "no fact" reads as refused rather than never proposed.
+        assert [(r.session, r.text) for r in result.rejected] == [(new_session, voiced["text"])]
+        assert result.rejected[0].reason == "from a request that says nothing about the user"
         writes = result.sessions
         calls = sum(c.calls for purpose, c in result.usage["ingest"].items() if purpose != "capabilities")
 

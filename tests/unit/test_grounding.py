@@ -143,6 +143,13 @@ def test_a_fact_naming_one_moment_is_told_from_a_lasting_one(fact: str, moment: 
     ("Is vegan", ["I am vegan."], False),  # a short sentence said plainly is a fact
     ("Lives in Lyon", ["I live in Lyon."], False),
     ("Has a garden with tomatoes and beans and a shed", ["I have a garden."], False),
+    # The user's "I" statement put in the third person is the fact it states, however long the sentence.
+    ("Has been based in Tromso for the last few winters", ["I've been based in Tromso for the last few winters."],
+     False),
+    ("Found a lizard in the shower this morning again", ["Found a lizard in the shower this morning again."], True),
+    # "We" is not the user alone: a copy of it stays a copy.
+    ("Painted the shed door a bright orange colour last weekend",
+     ["We painted the shed door a bright orange colour last weekend."], True),
 ])
 def test_a_copied_sentence_is_told_from_a_fact_distilled_from_it(fact: str, messages: list[str], copied: bool) -> None:
     assert copies_a_sentence(fact, messages) is copied
