@@ -6,7 +6,9 @@ facts of unrelated attributes never meet (measured on a 100-fact user: every rea
 family, every wrong retirement of the pairwise design was across attributes; issue 33, bench/results/judgment.md).
 
 Routes, in the order they are tried (``Route``):
-1. ``moment``: a moment expires the older moment of its attribute and ends no state.
+1. ``moment``: a moment expires the older moment of its attribute and ends no state by being a moment; one that
+   says something is over ("Sold the van on Monday") is judged as an ending too (6). A user's sentence copied
+   word for word is refused as a fact, unless it says something is over: then it is kept as a moment.
 2. ``repeated``: the same value said again (the same words, or one saying all the other says: ``value_rules``)
    confirms the stored fact; nothing is added.
 3. ``overtaken``: a one-valued attribute already holds a different value stated on a later day (conversations

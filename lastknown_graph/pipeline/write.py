@@ -188,12 +188,19 @@ def _usable_facts(
             # "Needs a longer walk tonight" is about one evening: stored as lasting, it would outlive the evening.
             fact = fact.model_copy(update={"kind": "moment"})
         if copies_a_sentence(text, user_messages):
-            # The user's sentence copied, not a fact distilled from it: it names no attribute's value (a copy kept as a
-            # moment or under "other" was 5 of 22 indirect statements on the real model,
-            # bench/results/extraction-qwen2.5-coder-1.5b.md), and the user's words are kept verbatim anyway.
-            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="the user's sentence copied word for word, "
-                                      "not a fact"))
-            continue
+            if fact.ended or says_over(text):
+                # A copied sentence that says something is over ("The cast came off and the wrist has healed") is
+                # still the news of an ending: kept as the moment it tells, so the ending is judged; refused, the
+                # ended fact stayed current (2 of the labelled set's missed changes,
+                # bench/results/judgment-labelled-qwen2.5-coder-1.5b.md).
+                fact = fact.model_copy(update={"kind": "moment"})
+            else:
+                # The user's sentence copied, not a fact distilled from it: it names no attribute's value (a copy kept
+                # as a moment or under "other" was 5 of 22 indirect statements on the real model,
+                # bench/results/extraction-qwen2.5-coder-1.5b.md), and the user's words are kept verbatim anyway.
+                rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="the user's sentence copied word for "
+                                          "word, not a fact"))
+                continue
         evidence = sorted({i for i in fact.evidence if 0 <= i < len(user_messages)})
         if len(evidence) != len(set(fact.evidence)):
             logger.info("extraction cited message indices outside 0..%d; ignored", len(user_messages) - 1)
@@ -295,6 +302,7 @@ class _Planner:
             id=f"fact-{uuid.uuid4()}", text=fact.text, topic=attribute.name, domain=self.priors.known(attribute.domain),
             inferred=fact.inferred, kind=kind, embedding=tuple(embedding), source_message_ids=source_ids,
         )
+        ended = fact.ended or says_over(fact.text)
         if kind is FactKind.MOMENT:
             self._add(new, Route.MOMENT)
             for earlier in stored:
@@ -302,9 +310,14 @@ class _Planner:
                     self.touched.add(earlier.id)
                     self.decisions.append(Expire(ExpiredFact(old_fact_id=earlier.id, old_text=earlier.text,
                                                              new_fact_id=new.id, new_text=new.text)))
+            if ended and not attribute.one_valued:
+                # A moment ends no state by being a moment, but one that says something is over ("Sold the van on
+                # Monday") carries an ending all the same, judged like any other.
+                self.routes.append(Route.ENDED)
+                self._ask_what_ended(new, attribute, words)
             return
         if not attribute.one_valued:
-            self._plan_many_valued(new, attribute, fact.ended or says_over(fact.text), words)
+            self._plan_many_valued(new, attribute, ended, words)
             return
         self._plan_one_valued(new, attribute, words, source_ids)
 
@@ -316,6 +329,11 @@ class _Planner:
                 if stored.valid_from <= self.day and resumes(stored.text, new.text):
                     self._retire(new, stored, Stage.REPLACED, "the user has it again")
             return
+        self._ask_what_ended(new, attribute, words)
+
+    def _ask_what_ended(self, new: NewFact, attribute: Attribute, words: list[str]) -> None:
+        """One call lists the facts the ending may end (its attribute's, and others naming what ended) and asks
+        which it ends."""
         # The thing that ended may be filed under a neighbouring attribute ("Sold the camper van" as a possession,
         # the van as a vehicle): facts of other many-valued attributes that name it are listed too.
         # Only the thing's own words name it: "owns" or "going" would list every fact that shares the verb. They are

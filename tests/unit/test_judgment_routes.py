@@ -420,6 +420,37 @@ def test_an_ending_under_the_catch_all_lists_only_the_facts_that_name_what_ended
     assert [r.old_text for r in report.retired] == ["Sang in a barbershop quartet at college"]
 
 
+def test_a_moment_that_says_something_is_over_is_judged_as_an_ending(
+    script: Script, model: ScriptedModel, memory: Memory, routes: list[tuple[Route, ...]]
+) -> None:
+    garage(script, memory)
+    script.extractions["Saturday"] = [state("Sold the red van on Saturday", "vehicle", kind="moment")]
+    script.ends = {"Owns a red van"}
+    before = len(model.calls)
+    report = memory.write(["Sold the red van on Saturday."], date="2024-06-01", session="s2")
+    assert purposes_since(model, before) == ["extraction", "ended"]
+    assert [(a.text, a.kind) for a in report.added] == [("Sold the red van on Saturday", "moment")]
+    assert [(r.old_text, r.stage) for r in report.retired] == [("Owns a red van", Stage.ENDED)]
+    assert routes[-1] == (Route.MOMENT, Route.ENDED)
+
+
+def test_a_copied_sentence_that_says_something_is_over_is_kept_as_a_moment_and_judged(
+    script: Script, model: ScriptedModel, memory: Memory
+) -> None:
+    """Refusing the copy would drop the only news that the van is gone; kept as the moment it tells, it is judged."""
+    garage(script, memory)
+    said = "The red van went to the scrapyard on Saturday morning."
+    copied = "The red van went to the scrapyard on Saturday morning"
+    script.extractions["scrapyard"] = [state(copied, "vehicle", ended=True)]
+    script.ends = {"Owns a red van"}
+    report = memory.write([said], date="2024-06-01", session="s2")
+    assert report.rejected == ()
+    assert [(a.text, a.kind) for a in report.added] == [(copied, "moment")]
+    [asked] = model.calls_for("ended")
+    assert "Owns a red van" in listed_texts(asked)
+    assert [r.old_text for r in report.retired] == ["Owns a red van"]
+
+
 def test_an_ending_lists_no_neighbour_that_only_shares_a_verb(
     script: Script, model: ScriptedModel, memory: Memory
 ) -> None:
