@@ -108,9 +108,20 @@ def _ends(text: str) -> bool:
     return any(m.group(0) in _ENDING for m in _WORD.finditer(folded))
 
 
+# Words that say when, not what: an ending's "last day" named a fact's "last spring" and listed a trip for the call,
+# which the model then ended (bench/results/judgment-labelled-qwen2.5-coder-1.5b.md, employer-signed-stated).
+_WHEN = frozenset("""
+last first next previous recent recently ago once twice day days week weeks weekend weekends month months year years
+spring summer autumn fall winter morning mornings evening evenings night nights today tonight yesterday tomorrow
+monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays saturdays
+sundays january february march april may june july august september october november december
+""".split())  # noqa: SIM905 - a word list reads better as text
+
+
 def what_ended(ending: str) -> frozenset[str]:
-    """The content words of an ending, less its ending words ("Sold the red van" -> {"red", "van"})."""
-    return content_words(ending) - _ENDING
+    """The content words of an ending, less its ending words and words of time ("Sold the red van last week" ->
+    {"red", "van"})."""
+    return content_words(ending) - _ENDING - _WHEN
 
 
 def resumes(ending: str, new: str) -> bool:

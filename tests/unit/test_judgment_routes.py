@@ -413,6 +413,9 @@ def test_an_ending_under_the_catch_all_lists_only_the_facts_that_name_what_ended
     script.ends = {"Has been to Iceland twice", "Sang in a barbershop quartet at college"}
     memory.write(["The quarter has been hectic."], date="2024-06-01", session="s2")
     assert model.calls_for("ended") == []  # names nothing the user holds: nothing asked, nothing ended
+    script.extractions["depot"] = [state("Quit the depot job after trying twice", "other", ended=True)]
+    memory.write(["I quit the depot job, it took me twice to hand in the notice."], date="2024-06-10", session="s2b")
+    assert model.calls_for("ended") == []  # "twice" says when, not what: the trip to Iceland is not named
     script.extractions["quartet"] = [state("No longer sings in the quartet", "other", ended=True)]
     report = memory.write(["I no longer sing in the quartet."], date="2024-07-01", session="s3")
     [asked] = model.calls_for("ended")
