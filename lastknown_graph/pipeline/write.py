@@ -132,6 +132,12 @@ def _topic_name(raw: str) -> str:
     return "_".join(normalised(raw).split())
 
 
+def _says_it_ended(fact: ExtractedFact) -> bool:
+    """The fact says something the user had or did is over: the extraction flagged it, or its words leave no doubt
+    ("Sold the red van")."""
+    return fact.ended or says_over(fact.text)
+
+
 def _usable_facts(
     extraction: Extraction, user_messages: list[str], rejected: list[Decision],
     resolve: Callable[[str], Attribute],
@@ -188,7 +194,7 @@ def _usable_facts(
             # "Needs a longer walk tonight" is about one evening: stored as lasting, it would outlive the evening.
             fact = fact.model_copy(update={"kind": "moment"})
         if copies_a_sentence(text, user_messages):
-            if fact.ended or says_over(text):
+            if _says_it_ended(fact):
                 # A copied sentence that says something is over ("The cast came off and the wrist has healed") is
                 # still the news of an ending: kept as the moment it tells, so the ending is judged; refused, the
                 # ended fact stayed current (2 of the labelled set's missed changes,
@@ -302,7 +308,7 @@ class _Planner:
             id=f"fact-{uuid.uuid4()}", text=fact.text, topic=attribute.name, domain=self.priors.known(attribute.domain),
             inferred=fact.inferred, kind=kind, embedding=tuple(embedding), source_message_ids=source_ids,
         )
-        ended = fact.ended or says_over(fact.text)
+        ended = _says_it_ended(fact)
         if kind is FactKind.MOMENT:
             self._add(new, Route.MOMENT)
             for earlier in stored:
