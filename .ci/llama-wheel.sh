@@ -8,7 +8,8 @@
 # AVX-512 and AMX off, so one wheel runs on either kind of machine. The multimodal library (LLAVA_BUILD) is not
 # needed by the server for text models and costs build time.
 #
-# LASTKNOWN_LLAMA_CPU=avx512 (opt in, for a machine that runs the model server itself): AVX-512 on, AMX still off
+# LASTKNOWN_LLAMA_CPU=avx512 (opt in, for a machine that runs the model server itself): AVX-512 on with the
+# extensions the CPU reports, AMX still off
 # (the AMX build stopped with "Illegal instruction" in this project's VM). On the development Xeon it evaluated a
 # 1,097-token prompt in 18-24 s against 27-31 s (bench/results/llama-build-speed.md); the wheel then runs only on
 # CPUs with AVX-512, and CI never sets it.
@@ -30,8 +31,14 @@ case "${LASTKNOWN_LLAMA_CPU:-portable}" in
   avx512)
     [ "$arch" = x86_64 ] && grep -qw avx512f /proc/cpuinfo \
       || { echo "LASTKNOWN_LLAMA_CPU=avx512: this CPU has no AVX-512" >&2; exit 1; }
-    flags="${flags/-DGGML_AVX512=OFF/-DGGML_AVX512=ON -DGGML_AVX_VNNI=ON -DGGML_AVX512_VNNI=ON \
--DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON}" ;;
+    # Each extension only where /proc/cpuinfo names it (Linux spells VBMI "avx512vbmi"): an AMD EPYC with AVX-512
+    # VNNI has no AVX-VNNI, and a
+    # kernel built for one it lacks stops with "Illegal instruction" on the first completion.
+    extra="-DGGML_AVX512=ON"
+    for pair in avx_vnni:AVX_VNNI avx512_vnni:AVX512_VNNI avx512vbmi:AVX512_VBMI avx512_bf16:AVX512_BF16; do
+      grep -qw "${pair%%:*}" /proc/cpuinfo && extra="$extra -DGGML_${pair#*:}=ON"
+    done
+    flags="${flags/-DGGML_AVX512=OFF/$extra}" ;;
   *) echo "LASTKNOWN_LLAMA_CPU is portable or avx512, not '$LASTKNOWN_LLAMA_CPU'" >&2; exit 1 ;;
 esac
 pyver=$("$python" -c 'import sys; print(f"cp{sys.version_info.major}{sys.version_info.minor}")')
