@@ -6,10 +6,7 @@
     python -m bench.soak --duration 120             # load soak (bench/results/soak.md)
     python -m bench.soak.erasure_race               # background writers against erasers (soak-erasure-race.md)
     python -m bench.write_cost                      # calls, tokens and time per write on mature users
-    python -m bench.embedded_write                  # the embedded store's write time and file size by size
-    python -m bench.embedder_load                   # the bundled embedder under CPU load
     python -m bench.haystack                        # does ranking put the current value first
-    python -m bench.cost_summary                    # the headline cost figures, from the results files
     python -m bench.local_llm serve MODEL           # a local llama.cpp server for the real-model runs
 
 Each lasting benchmark has a test that runs its short form (tests/integration/test_bench_*.py, tests/soak/). Each

@@ -1,4 +1,4 @@
-"""The short forms of the write-cost, haystack, embedder-load, embedded-write and mature-user benchmarks, end to end.
+"""The short forms of the write-cost, haystack and mature-user benchmarks, end to end.
 
 Each runs its command's small size with the real bundled embedder and writes its results file to a temporary
 path. The assertions check that the generated section is there and that its summary figures are computed from
@@ -8,14 +8,12 @@ the rows of the same run (and from the data files), so neither a crash nor a cop
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from bench import embedded_write, embedder_load, haystack, write_cost
+from bench import haystack, write_cost
 from bench._report import END_MARKER, START_MARKER, evenly_spread
 from bench.mature_user import TOPICS, background_facts, mature_export
 from bench.prefix_cache import PrefixCache, ServerLog, prompt_words
@@ -205,124 +203,6 @@ def test_haystack_short_form_counts_top1_from_its_slots(tmp_path: Path, size: in
     [every] = [row for row in table(markdown, "## Per domain") if row["domain"] == "all"]
     assert int(every["slots"]) == size
     assert every["cosine current@1"] == headline["cosine"]["current-at-1"].strip("*")
-
-
-# ---------------------------------------------------------------------------------------- embedder load
-
-
-def test_embedder_load_short_form_reports_the_timings_of_its_own_run(tmp_path: Path) -> None:
-    out = tmp_path / "embedder-load.md"
-    embedder_load.main(["--quick", "--out", str(out)])
-    markdown = generated(out)
-    result = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
-    assert f"python -m bench.embedder_load --quick --out {out}" in markdown and result["command"] in markdown
-    assert result["competitors"] == os.cpu_count() and result["rounds"] == embedder_load.QUICK_ROUNDS
-    variants = {v["key"]: v for v in result["variants"]}
-    with_torch = embedder_load.sentence_transformers_installed()
-    # without the [sentence-transformers] extra (CI), its settings are left out and the report says so
-    assert list(variants) == [key for key in embedder_load.QUICK_VARIANTS if with_torch or key != "before"]
-    assert (embedder_load.NOT_INSTALLED in markdown) != with_torch
-    # after: the library's default, one thread; the diagnostic: BLAS's own count, a thread per core
-    assert variants["after"]["threads"] == 1 and variants["after"]["backend"] == embedder_load.NATIVE
-    assert variants["blas-default"]["threads"] == variants["blas-default"]["default_threads"] == os.cpu_count()
-
-    loading = {row["setting"]: row for row in table(markdown, "## Loading, memory and throughput")}
-    assert set(loading) == {v["label"] for v in variants.values()}
-    for key, variant in variants.items():
-        row = loading[variant["label"]]
-        assert row["load model + first vector s"] == embedder_load.seconds(variant["first_vector_s"])
-        assert row["process start to first vector s"] == embedder_load.seconds(variant["process_to_first_vector_s"])
-        assert variant["process_to_first_vector_s"] > variant["package_import_s"] + variant["first_vector_s"]
-        assert row["RSS after first vector MB"] == f"{variant['rss_mb']:,.0f}" and variant["rss_mb"] > 50
-        walls = result["throughput"]["wall_ms"][key]
-        assert len(walls) == embedder_load.QUICK_THROUGHPUT_REPEATS
-        vectors_per_s = embedder_load.QUICK_THROUGHPUT_TEXTS / (statistics.median(walls) / 1000)
-        assert row["vectors/s"] == f"{vectors_per_s:,.0f}"
-
-    def wall(phase: str, key: str, call: str) -> list[float]:
-        samples = result["phases"][phase]["samples"][key][call]
-        assert len(samples["wall_ms"]) == len(samples["cpu_ms"]) == embedder_load.QUICK_ROUNDS
-        assert all(t > 0 for t in samples["wall_ms"]) and all(t >= 0 for t in samples["cpu_ms"])
-        return list(samples["wall_ms"])
-
-    for call, title in embedder_load.CALLS.items():
-        rows = {row["setting"]: row for row in table(markdown, f"## {title}: ms per call")}
-        assert set(rows) == {v["label"] for v in variants.values()}
-        for key, variant in variants.items():
-            row = rows[variant["label"]]
-            for phase, column in (("alone", "alone"), ("under load", "load")):
-                samples = result["phases"][phase]["samples"][key][call]
-                assert row[f"{column} p50"] == embedder_load.ms(statistics.median(wall(phase, key, call)))
-                assert row[f"{column} p95"] == embedder_load.ms(float(np.percentile(samples["wall_ms"], 95)))
-                assert row[f"{column} CPU p50"] == embedder_load.ms(statistics.median(samples["cpu_ms"]))
-            assert row["load/alone p50"] == embedder_load.ratio(
-                statistics.median(wall("under load", key, call)) / statistics.median(wall("alone", key, call)))
-    if not with_torch:
-        assert result["summary"] == {} and "Not in this run" in markdown
-        return
-    figures = result["summary"]
-    side = {row["measure"]: row for row in table(markdown, "## Before / after, side by side in this run")}
-    for role in ("before", "after"):
-        assert figures[f"first_vector_s_{role}"] == pytest.approx(
-            variants[role]["library_import_s"] + variants[role]["first_vector_s"])
-        assert side["libraries to first vector, s"][role] == embedder_load.seconds(figures[f"first_vector_s_{role}"])
-        assert side["vectors per second"][role] == f"{embedder_load.vectors_per_second(result, role):,.0f}"
-    calls = table(markdown, "### Latency, before and after")
-    assert len(calls) == len(embedder_load.CALLS) * len(embedder_load.PHASES)
-    titles = {title: call for call, title in embedder_load.CALLS.items()}
-    for row in calls:
-        call, phase = titles[row["call"]], row["phase"]
-        before, after = (statistics.median(wall(phase, key, call)) for key in ("before", "after"))
-        assert (row["before p50"], row["after p50"]) == (embedder_load.ms(before), embedder_load.ms(after))
-        assert row["before/after"] == f"**{embedder_load.ratio(before / after)}**"
-        assert figures[f"{call}_before_over_after_{phase.replace(' ', '_')}"] == pytest.approx(before / after)
-
-
-# ---------------------------------------------------------------------------------------- embedded write
-
-
-def test_embedded_write_short_form_computes_its_ratios_from_its_rows(tmp_path: Path) -> None:
-    out = tmp_path / "embedded-write.md"
-    embedded_write.main(["--quick", "--out", str(out)])
-    markdown = generated(out)
-    assert f"python -m bench.embedded_write --quick --out {out}" in markdown
-    small, large = (f"{size:,}" for size in embedded_write.QUICK_SIZES)
-    rows = {(row["facts"], row["way of saving"]): row for row in table(markdown, "## Every size and way of saving")}
-    assert list(rows) == [(size, mode) for size in (small, large) for mode in embedded_write.MODES]
-    for (size, mode), row in rows.items():
-        assert int(row["writes"]) == embedded_write.QUICK_WRITES[mode]
-        assert 0 < float(row["p50 ms"]) <= float(row["p90 ms"]) <= float(row["max ms"])
-        written, snapshot = float(row["kB per write"].replace(",", "")), float(row["snapshot MB"]) * 1000
-        if mode == "journal":  # one session's record, whatever the store's size; too few to compact
-            assert written < 100 and abs(written - float(rows[(small, mode)]["kB per write"])) <= 2
-            assert int(row["rewrites"]) == 0
-        else:  # the whole file, a few writes larger than the snapshot it started from
-            assert snapshot <= written <= 1.2 * snapshot, (size, mode)
-            assert int(row["rewrites"]) == int(row["writes"])
-    p50 = {key: float(row["p50 ms"]) for key, row in rows.items()}
-    summary = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
-    ratio = summary["embedded_write_p50_ratio_3k_over_300"]
-    journal_ms = summary["write_p50_ms"]["journal"]
-    # The table shows one decimal, which at ~2 ms is a 3% rounding step; the JSON keeps two, so the ratio is
-    # checked against the JSON's own p50s, within what their rounding and the ratio's own can move it.
-    smallest, largest = (journal_ms[str(size)] for size in embedded_write.QUICK_SIZES)
-    rounding = (largest / smallest) * (0.005 / smallest + 0.005 / largest) + 0.005
-    assert ratio == pytest.approx(largest / smallest, abs=rounding)
-    for mode, by_size in summary["write_p50_ms"].items():
-        for size, ms in by_size.items():
-            assert ms == pytest.approx(p50[(f"{int(size):,}", mode)], abs=0.06)
-    for size, times in summary["whole_file_over_journal_p50"].items():
-        whole_file_ms = summary["write_p50_ms"]["whole file"][size]
-        assert times == pytest.approx(whole_file_ms / journal_ms[size], rel=0.01, abs=0.06)
-    compaction = {row["facts"]: row for row in table(markdown, "## Compaction (journal)")}
-    for size, figures in summary["journal_compaction"].items():
-        row = compaction[f"{int(size):,}"]
-        assert float(row["compact s"]) == pytest.approx(figures["compact_s"], abs=0.006) and figures["compact_s"] > 0
-        assert figures["amortised_ms_per_write"] == pytest.approx(
-            1000 * figures["compact_s"] / figures["writes_between"], rel=0.02, abs=0.006)
-    by_size = {row["way of saving"]: row for row in table(markdown, "## Write p50 by size (ms)")}
-    assert float(by_size["journal"]["largest / smallest"]) == pytest.approx(ratio, abs=0.006)
-    assert f"**{ratio:.2f}**" in markdown.split("## Headline", 1)[1]
 
 
 # ------------------------------------------------------------------------------------------ mature user
