@@ -15,6 +15,7 @@ from lastknown_graph.pipeline.answer_checks import (
     quote_backs,
 )
 from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
+from lastknown_graph.pipeline.user_words import SAID_HEADING
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 
 CONTEXT = (f"{NOW_HEADING}\n- [2024-06-01] Lives in Porto\n\n{PAST_HEADING}\n"
@@ -97,6 +98,24 @@ def test_a_quote_no_line_holds_backs_nothing(quote: str) -> None:
     assert not quote_backs(quote, CONTEXT)
 
 
+@pytest.mark.parametrize(("quote", "backs"), [
+    ("I live in Porto.", True),  # the fact re-voiced by the user it is about
+    ("Yes, I live in Porto", True),
+    ("I live in Braga", False),
+    ("I lived in Lyon", False),  # not the third person of a fact: only the present re-voices one
+])
+def test_a_quote_in_the_first_person_backs_only_a_fact_it_restates(quote: str, backs: bool) -> None:
+    assert quote_backs(quote, CONTEXT) is backs
+
+
+def test_a_first_person_quote_is_not_backed_by_the_users_words_about_someone_else() -> None:
+    context = (f"{NOW_HEADING}\n- [2024-06-01] Works at a harbour\n\n"
+               f"{SAID_HEADING}\n- [2024-06-01] \"Ana lives in Porto.\"")
+    assert not quote_backs("I live in Porto", context)
+    assert quote_backs("I work at a harbour", context)
+    assert not quote_backs("I work at a bakery", context)
+
+
 @pytest.mark.parametrize(("question", "two"), [
     ("What's my surname?", False),
     ("Do my sister and I share a birthday?", False),
@@ -150,3 +169,4 @@ def test_without_grounded_or_for_two_questions_no_quote_is_asked() -> None:
     assert model.calls_for("answer_quote") == []
     with pytest.raises(InvalidInputError, match="grounded"):
         memory.ask("What's my surname?", grounded="yes")  # type: ignore[arg-type]
+
