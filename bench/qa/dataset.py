@@ -32,6 +32,11 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# English words so common that a key phrase folding onto one ("thé" -> "the") would match almost any answer.
+COMMON_WORDS: Final = frozenset({"a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "as", "is", "it", "be",
+                                 "are", "was", "for", "by", "with", "you", "your", "i", "me", "my", "not", "no"})
+
+
 class Question(Strict):
     """One question and its answer key (how the key is read: ``bench/qa/grading.py``)."""
 
@@ -55,7 +60,10 @@ class Question(Strict):
     @model_validator(mode="after")
     def _key_fits_type(self) -> Question:
         for text in (*(p for group in self.right for p in group), *self.wrong, *self.former):
-            Phrase.parse(text)  # raises on a phrase with no word
+            parsed = Phrase.parse(text)  # raises on a phrase with no word
+            common = [w for w in parsed.words if w in COMMON_WORDS and w not in text.casefold().split()]
+            if common:  # "thé" folds to "the": every English answer would match it
+                raise ValueError(f"{self.id}: {text!r} folds its accents into the common word {common[0]!r}")
         if self.type == "never_said":
             if self.right or self.lead or self.former or self.evidence:
                 raise ValueError(f"{self.id}: a never_said question has no right, lead, former or evidence")

@@ -163,6 +163,9 @@ def test_the_key_is_checked_when_the_data_is_loaded() -> None:
         question(right=[["x"], []])
     with pytest.raises(ValueError, match="at least one word"):
         question(right=[["?!"]])
+    with pytest.raises(ValueError, match="common word 'the'"):
+        question(right=[["tea", "thé"]])  # folded, it would match "the" in any answer
+    assert question(right=[["café"], ["the tea"]]).right  # a common word written as such is the key's own
 
 
 def test_expected_renders_the_key_for_a_person_checking_the_grading() -> None:
