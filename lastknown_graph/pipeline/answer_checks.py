@@ -14,12 +14,12 @@ checked: its answer joins two lines, and the model's quote blends them into word
 such question was lost). The check is on the quote, not on the answer, and any run of a line's words backs it, a
 single word included: it stops values the memory does not hold, not an answer that picks the wrong line.
 
-A quote in the first person that restates a fact about the user ("I am allergic to X" for the fact "Is allergic to
-X") backs the answer too: the facts are written without their subject, the user, and the model re-voices them as
-the user would. It backs only where a fact's text begins with it (its verb in the third person), never inside the
-user's quoted words, which may be about someone else ("Ana is allergic to X").
-On the 84 recorded questions of the everyday-questions run this backed 2 right answers the check had refused, and
-no wrong one (bench/results/answer-prompt.md, *A fact re-voiced in the first person*).
+A quote that restates a fact about the user with a subject ("I am allergic to X", "You are allergic to X", "The user
+is allergic to X" for the fact "Is allergic to X") backs the answer too: the facts are written without their subject,
+the user, and the model re-voices them with one. It backs only where a fact's text begins with it (its verb in the
+third person), never inside the user's quoted words, which may be about someone else ("Ana is allergic to X"). On
+the recorded everyday-questions runs this backed right answers the check had refused and no wrong one
+(bench/results/answer-prompt.md, *A fact re-voiced in the first person*).
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ UNKNOWN_ANSWER: Final = "I don't know: nothing you have told me says so."
 _SECOND_QUESTION: Final = re.compile(
     r",\s*and\b|\band\s+(?:\w+\s+){0,2}?(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 _YES_OR_NO: Final = frozenset({"yes", "no"})
-# The verbs whose third person is not the first plus an s, as normalised() leaves them ("I'm" -> "i m").
-_FIRST_PERSON: Final = {"am": "is", "m": "is", "have": "has", "ve": "has", "was": "was"}
+# The verbs whose third person is not the first or second plus an s, as normalised() leaves them ("I'm" -> "i m").
+_FIRST_PERSON: Final = {"am": "is", "m": "is", "are": "is", "re": "is", "have": "has", "ve": "has", "was": "was",
+                         "were": "was"}
 # A fact's line: "- [date] Text" now, "- Text (from date) -> since date: Text" in the past; a quoted line opens '"'.
 _FACT_LINE: Final = re.compile(r'-\s+(?:\[\d{4}-\d{2}-\d{2}\]\s+)?(?!["\u201c])(.+)')
 _REPLACED_BY: Final = re.compile(r"-> since \d{4}-\d{2}-\d{2}: (.+?)(?= -> |$)")
@@ -90,9 +91,11 @@ def _quoted_words(quote: str) -> list[str]:
 
 
 def _third_person(words: list[str]) -> str | None:
-    """ "i am allergic to x" -> "is allergic to x", "i work as y" -> "works as y"; None when the quote does not
-    open with "I" and a verb."""
-    if len(words) < 3 or words[0] != "i":
+    """The quote as a fact's text when it opens with the user as its subject: "i am allergic to x" and "you are
+    allergic to x" -> "is allergic to x", "the user works as y" -> "works as y"; None otherwise."""
+    if words[:2] == ["the", "user"] and len(words) > 3:
+        return " ".join(words[2:])
+    if len(words) < 3 or words[0] not in ("i", "you"):
         return None
     verb, rest = words[1], words[2:]
     if verb in _FIRST_PERSON:

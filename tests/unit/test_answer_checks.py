@@ -103,8 +103,12 @@ def test_a_quote_no_line_holds_backs_nothing(quote: str) -> None:
     ("Yes, I live in Porto", True),
     ("I live in Braga", False),
     ("I lived in Lyon", False),  # not the third person of a fact: only the present re-voices one
+    ("You live in Porto.", True),
+    ("The user lives in Porto.", True),
+    ("The user lives in Braga.", False),
+    ("Ana lives in Porto", False),  # someone else's subject is not the user's
 ])
-def test_a_quote_in_the_first_person_backs_only_a_fact_it_restates(quote: str, backs: bool) -> None:
+def test_a_quote_with_the_user_as_subject_backs_only_a_fact_it_restates(quote: str, backs: bool) -> None:
     assert quote_backs(quote, CONTEXT) is backs
 
 
