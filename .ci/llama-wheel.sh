@@ -9,10 +9,9 @@
 # needed by the server for text models and costs build time.
 #
 # LASTKNOWN_LLAMA_CPU=avx512 (opt in, for a machine that runs the model server itself): AVX-512 on with the
-# extensions the CPU reports, AMX still off
-# (the AMX build stopped with "Illegal instruction" in this project's VM). On the development Xeon it evaluated a
-# 1,097-token prompt in 18-24 s against 27-31 s (bench/results/llama-build-speed.md); the wheel then runs only on
-# CPUs with AVX-512, and CI never sets it.
+# extensions the CPU reports, AMX still off (the AMX build stopped with "Illegal instruction" in this project's VM).
+# On the development Xeon it evaluated a 1,097-token prompt in 18-24 s against 27-31 s
+# (bench/results/llama-build-speed.md); the wheel then runs only on CPUs with AVX-512, and CI never sets it.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -32,8 +31,7 @@ case "${LASTKNOWN_LLAMA_CPU:-portable}" in
     [ "$arch" = x86_64 ] && grep -qw avx512f /proc/cpuinfo \
       || { echo "LASTKNOWN_LLAMA_CPU=avx512: this CPU has no AVX-512" >&2; exit 1; }
     # Each extension only where /proc/cpuinfo names it (Linux spells VBMI "avx512vbmi"): an AMD EPYC with AVX-512
-    # VNNI has no AVX-VNNI, and a
-    # kernel built for one it lacks stops with "Illegal instruction" on the first completion.
+    # VNNI has no AVX-VNNI, and a kernel built for one it lacks stops with "Illegal instruction".
     extra="-DGGML_AVX512=ON"
     for pair in avx_vnni:AVX_VNNI avx512_vnni:AVX512_VNNI avx512vbmi:AVX512_VBMI avx512_bf16:AVX512_BF16; do
       grep -qw "${pair%%:*}" /proc/cpuinfo && extra="$extra -DGGML_${pair#*:}=ON"

@@ -68,8 +68,8 @@ def asks_two_things(question: str) -> bool:
 
 def quote_backs(quote: str, context: str) -> bool:
     """The model's quote, with a leading yes or no dropped, is one of the context's lines or a run of whole words
-    inside one (or holds one whole line), or restates in the first person a fact's text from its start; NONE, an
-    empty quote, or words no line has back nothing."""
+    inside one (or holds one whole line), or restates a fact's text from its start with the user as its subject;
+    NONE, an empty quote, or words no line has back nothing."""
     words = _quoted_words(quote)
     if not words:
         return False

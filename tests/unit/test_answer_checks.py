@@ -173,4 +173,3 @@ def test_without_grounded_or_for_two_questions_no_quote_is_asked() -> None:
     assert model.calls_for("answer_quote") == []
     with pytest.raises(InvalidInputError, match="grounded"):
         memory.ask("What's my surname?", grounded="yes")  # type: ignore[arg-type]
-
