@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
@@ -61,7 +62,7 @@ class Question(Strict):
     def _key_fits_type(self) -> Question:
         for text in (*(p for group in self.right for p in group), *self.wrong, *self.former):
             parsed = Phrase.parse(text)  # raises on a phrase with no word
-            common = [w for w in parsed.words if w in COMMON_WORDS and w not in text.casefold().split()]
+            common = [w for w in parsed.words if w in COMMON_WORDS and w not in re.findall(r"\w+", text.casefold())]
             if common:  # "thé" folds to "the": every English answer would match it
                 raise ValueError(f"{self.id}: {text!r} folds its accents into the common word {common[0]!r}")
         if self.type == "never_said":

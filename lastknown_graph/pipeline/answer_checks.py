@@ -74,12 +74,13 @@ def quote_backs(quote: str, context: str) -> bool:
     if not words:
         return False
     quoted = f" {' '.join(words)} "
-    lines = [f" {line} " for line in _listed_lines(context)]
+    listed = _listed(context)
+    lines = [f" {normalised(line)} " for line in listed]
     if any(quoted in line or (line.strip() and line in quoted) for line in lines):
         return True
     as_fact = _third_person(words)
     return as_fact is not None and any(f"{normalised(text)} ".startswith(f"{as_fact} ")
-                                       for line in _listed(context) for text in _fact_texts(line))
+                                       for line in listed for text in _fact_texts(line))
 
 
 def _quoted_words(quote: str) -> list[str]:
