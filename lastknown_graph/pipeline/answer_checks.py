@@ -20,6 +20,13 @@ the user, and the model re-voices them with one. It backs only where a fact's te
 third person), never inside the user's quoted words, which may be about someone else ("Ana is allergic to X"). On
 the recorded everyday-questions runs this backed right answers the check had refused and no wrong one
 (bench/results/answer-prompt.md, *A fact re-voiced in the first person*).
+
+A quote that backs does not make the answer true: the model may quote one line and then answer with a value no line
+holds (a football club, for a question the user never answered). So a grounded answer must also say something the
+memory holds: at least one of the content words it adds to the question is in a listed line (a month counts as
+in the lines where one of its dates is), and an answer to a what/which/who/where/when question that adds no word
+at all ("Yes, I drive a car") says nothing. Replayed on the 280 recorded grounded answers
+(bench/results/answer-prompt.md, *An answer naming what no line holds*).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import re
 from typing import Final
 
 from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
+from lastknown_graph.pipeline.grounding import content_stems
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.pipeline.user_words import SAID_HEADING, WORDS_HEADING
 from lastknown_graph.prompts.answer_quote import NONE_REPLY
@@ -43,6 +51,11 @@ _FIRST_PERSON: Final = {"am": "is", "m": "is", "are": "is", "re": "is", "have": 
 # A fact's line: "- [date] Text" now, "- Text (from date) -> since date: Text" in the past; a quoted line opens '"'.
 _FACT_LINE: Final = re.compile(r'-\s+(?:\[\d{4}-\d{2}-\d{2}\]\s+)?(?!["\u201c])(.+)')
 _REPLACED_BY: Final = re.compile(r"-> since \d{4}-\d{2}-\d{2}: (.+?)(?= -> |$)")
+# A question asking for a value, not for a yes or a no.
+_ASKS_FOR_A_VALUE: Final = re.compile(r"\s*(?:what|which|who|whom|whose|where|when)\b", re.IGNORECASE)
+_DATE: Final = re.compile(r"\b\d{4}-(\d{2})-\d{2}\b")
+_MONTHS: Final = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                  "october", "november", "december")
 _HEADINGS: Final = tuple(normalised(heading.split("(")[0])
                          for heading in (NOW_HEADING, PAST_HEADING, WORDS_HEADING, SAID_HEADING))
 
@@ -81,6 +94,18 @@ def quote_backs(quote: str, context: str) -> bool:
     as_fact = _third_person(words)
     return as_fact is not None and any(f"{normalised(text)} ".startswith(f"{as_fact} ")
                                        for line in listed for text in _fact_texts(line))
+
+
+def adds_nothing_the_memory_holds(question: str, answer: str, context: str) -> bool:
+    """None of the content words the answer adds to the question is in a listed line of the context (a month
+    counts as in the lines that hold one of its dates), or a question asking for a value gets an answer that adds
+    no content word at all."""
+    added = content_stems(answer) - content_stems(question)
+    if not added:
+        return bool(_ASKS_FOR_A_VALUE.match(question))
+    listed = " ".join(_listed(context))
+    months = " ".join(_MONTHS[int(month) - 1] for month in set(_DATE.findall(listed)) if 1 <= int(month) <= 12)
+    return not added & content_stems(f"{listed} {months}")
 
 
 def _quoted_words(quote: str) -> list[str]:

@@ -113,7 +113,8 @@ longer anymore never
 _STEM_CHARS = 5  # "bakery" and "baker", "moved" and "moving" share their first five letters
 
 
-def _stems(text: str) -> set[str]:
+def content_stems(text: str) -> set[str]:
+    """The first letters of the words of ``text`` that carry its content (no filler, none under three letters)."""
     return {w.lower()[:_STEM_CHARS] for w in _WORD.findall(text) if len(w) > 2 and w.lower() not in _FILLER}
 
 
@@ -145,10 +146,10 @@ _FIRST_PERSON = frozenset("i i'm i've i'd my we we're our".split())  # noqa: SIM
 
 
 def _own_share(fact_text: str, user_messages: list[str]) -> tuple[int, float]:
-    wanted = _stems(fact_text)
+    wanted = content_stems(fact_text)
     if not wanted:
         return 0, 1.0
-    return len(wanted), len(wanted & _stems(" ".join(user_messages))) / len(wanted)
+    return len(wanted), len(wanted & content_stems(" ".join(user_messages))) / len(wanted)
 
 
 def reads_like_an_answer(fact_text: str, user_messages: list[str]) -> bool:
@@ -260,8 +261,8 @@ def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:
     Provenance decides what forgetting redacts, so a fact should point at the turn it came from,
     not at the whole conversation.
     """
-    wanted = _stems(fact_text)
-    overlaps = [len(wanted & _stems(message)) for message in user_messages]
+    wanted = content_stems(fact_text)
+    overlaps = [len(wanted & content_stems(message)) for message in user_messages]
     best = max(overlaps, default=0)
     if best == 0:
         return list(range(len(user_messages)))

@@ -85,6 +85,7 @@ def rules() -> list[Rule]:
         Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
         Rule(purpose="answer", system_contains=RETRIEVED_HEADING, reply="(scripted naive RAG answer)"),
+        Rule(purpose="answer", contains="Which region", reply="You live in a hot desert region."),
         Rule(purpose="answer", reply="(scripted answer)"),
         Rule(purpose="answer_quote", contains="surname", reply="Sanchez"),  # scripted: a value no line holds
         Rule(purpose="answer_quote", reply="Lives in a hot desert region"),
@@ -458,9 +459,13 @@ def test_ask_grounded_answers_only_what_a_line_of_the_memory_backs(
     model_env: dict[str, str], alice: tuple[Path, str]
 ) -> None:
     path, user = alice
-    backed = ok(run(model_env, "--json", "ask", "--grounded", "Where do I live?", "--store", embedded(path),
-                    "--user", user)).json()
-    assert (backed["text"], backed["quote"]) == ("(scripted answer)", "Lives in a hot desert region")
+    backed = ok(run(model_env, "--json", "ask", "--grounded", "Which region do I live in?", "--store",
+                    embedded(path), "--user", user)).json()
+    assert (backed["text"], backed["quote"]) == ("You live in a hot desert region.", "Lives in a hot desert region")
+    # The quote backs, but "(scripted answer)" holds no word of the memory: not an answer to what the user said.
+    invented = ok(run(model_env, "--json", "ask", "--grounded", "Where do I live?", "--store", embedded(path),
+                      "--user", user)).json()
+    assert (invented["text"], invented["replaced"]) == (UNKNOWN_ANSWER, "(scripted answer)")
     unbacked = ok(run(model_env, "--json", "ask", "--grounded", "What's my surname?", "--store", embedded(path),
                       "--user", user)).json()
     assert (unbacked["text"], unbacked["quote"]) == (UNKNOWN_ANSWER, "Sanchez")

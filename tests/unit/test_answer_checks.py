@@ -9,6 +9,7 @@ from lastknown_graph import EmbeddedStore, Memory
 from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.pipeline.answer_checks import (
     UNKNOWN_ANSWER,
+    adds_nothing_the_memory_holds,
     answer_or_unknown,
     asks_two_things,
     copies_the_context,
@@ -131,7 +132,20 @@ def test_a_second_question_is_told_apart(question: str, two: bool) -> None:
     assert asks_two_things(question) is two
 
 
-def _porto_model(quote: str) -> ScriptedModel:
+@pytest.mark.parametrize(("question", "answer", "adds_nothing"), [
+    ("Where do I live?", "You live in Porto.", False),
+    ("Where do I live?", "You live in Porto, Portugal.", False),  # one held word is enough: the rest may explain
+    ("When did I move to Porto?", "You moved there in June 2024.", False),  # June: the month of a listed date
+    ("When did I move to Porto?", "You moved there in March 2024.", True),  # no listed date is in March
+    ("Which club do I support?", "You support Boavista.", True),  # a value no line holds
+    ("What car do I drive?", "Yes, you drive a car.", True),  # asked for a value, adds no word to the question
+    ("Do I still live in Lyon?", "No.", False),  # a yes or no adds nothing and needs to add nothing
+])
+def test_an_answer_must_add_something_a_line_holds(question: str, answer: str, adds_nothing: bool) -> None:
+    assert adds_nothing_the_memory_holds(question, answer, CONTEXT) is adds_nothing
+
+
+def _porto_model(quote: str, answer: str = "Your surname is Sousa.") -> ScriptedModel:
     def answering(call: ModelCall) -> object:
         if call.purpose == "extraction":
             return {"facts": [{"text": "Lives in Porto", "topic": "home_location", "kind": "state",
@@ -139,7 +153,7 @@ def _porto_model(quote: str) -> ScriptedModel:
         if call.purpose == "answer_quote":
             return quote
         if call.purpose == "answer":
-            return "Your surname is Sousa."  # scripted: an invention
+            return answer  # scripted: by default an invention
         return 0.1
     return ScriptedModel(answering)
 
@@ -155,12 +169,22 @@ def test_a_grounded_answer_no_line_backs_is_that_the_memory_does_not_know() -> N
 
 
 def test_a_grounded_answer_a_line_backs_is_the_models() -> None:
-    model = _porto_model("Lives in Porto")
+    model = _porto_model("Lives in Porto", answer="You live in Porto.")
+    memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None))
+    memory.write(["I live in Porto."], date="2024-06-01", session="s1")
+    answer = memory.ask("Where do I live?", grounded=True)
+    assert (answer.text, answer.quote, answer.replaced) == ("You live in Porto.", "Lives in Porto", None)
+    assert [c.purpose for c in model.calls if c.purpose.startswith("answer")] == ["answer_quote", "answer"]
+
+
+def test_a_grounded_answer_naming_what_no_line_holds_is_that_the_memory_does_not_know() -> None:
+    model = _porto_model("Lives in Porto")  # the quote backs; the answer then invents a surname
     memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None))
     memory.write(["I live in Porto."], date="2024-06-01", session="s1")
     answer = memory.ask("What's my surname?", grounded=True)
-    assert (answer.text, answer.quote) == ("Your surname is Sousa.", "Lives in Porto")
-    assert [c.purpose for c in model.calls if c.purpose.startswith("answer")] == ["answer_quote", "answer"]
+    assert (answer.text, answer.quote, answer.replaced) == (UNKNOWN_ANSWER, "Lives in Porto",
+                                                            "Your surname is Sousa.")
+    assert memory.ask("What's my surname?").text == "Your surname is Sousa."  # not grounded: not checked
 
 
 def test_without_grounded_or_for_two_questions_no_quote_is_asked() -> None:
