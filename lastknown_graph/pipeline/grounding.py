@@ -277,6 +277,12 @@ _MOMENT_WORDS = re.compile(
 )
 
 
+def is_a_question(fact_text: str) -> bool:
+    """The fact asks something ("Can you explain VAT for a client abroad?"): a question the user asked, copied,
+    says nothing true about them. A fact states; it never holds a question mark."""
+    return "?" in fact_text or "\u00bf" in fact_text
+
+
 def names_a_moment(fact_text: str) -> bool:
     """A fact that names one moment ("Needs a longer walk tonight", "Is tired today")."""
     return _MOMENT_WORDS.search(fact_text) is not None

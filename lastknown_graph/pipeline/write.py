@@ -63,6 +63,7 @@ from lastknown_graph.pipeline.grounding import (
     from_impersonal_requests,
     holds_a_marker,
     invented_quote,
+    is_a_question,
     likely_sources,
     names_a_moment,
     only_says_outdated,
@@ -165,6 +166,11 @@ def _usable_facts(
         if holds_a_marker(text, EXAMPLE_MARKERS, user_messages):
             # The example reworded ("Works at a lighthouse"), even around a common word of the user's: not theirs.
             rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="copied from the prompt's example"))
+            continue
+        if is_a_question(text):
+            # The user's question copied, stored as a lasting fact in 2 of the 3 users of each everyday-questions
+            # run (the memories' exports, bench/results/qa/*/stores/); their words are kept verbatim anyway.
+            rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="a question, not a fact about the user"))
             continue
         if from_impersonal_requests(text, user_messages):
             rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason="from a request that says nothing "

@@ -299,6 +299,7 @@ def test_facts_copied_from_the_prompts_example_are_dropped_and_unsourced_stateme
         fact("Repainted the hallway pale green", "project"),
         fact("Works as a carpenter", "job_title"),  # stated, but in none of the user's words
         fact("Asks how heat pumps work", "hobby"),  # only the impersonal request could have said it
+        fact("Can I paint over green with white?", "project"),  # a question copied: says nothing about the user
     ]})), *scenario_rules()]
     with ScriptedLLMServer(rules, **SERVERS["llamacpp_like"]) as scripted:
         memory = memory_for(scripted, embedder, store)
@@ -306,7 +307,8 @@ def test_facts_copied_from_the_prompts_example_are_dropped_and_unsourced_stateme
         extraction_request = scripted.chat_requests("extraction")[-1]
     assert [(r.text, r.reason) for r in report.rejected] == [
         (example.upper(), "copied from the prompt's example"), (reworded, "copied from the prompt's example"),
-        ("Asks how heat pumps work", "from a request that says nothing about the user")]
+        ("Asks how heat pumps work", "from a request that says nothing about the user"),
+        ("Can I paint over green with white?", "a question, not a fact about the user")]
     assert sorted((a.text, a.inferred) for a in report.added) == [
         ("Repainted the hallway pale green", False), ("Works as a carpenter", True)]
     # The example reaches the model as an earlier exchange, before the user's own messages.

@@ -8,6 +8,7 @@ from lastknown_graph.pipeline.grounding import (
     copies_a_sentence,
     from_impersonal_requests,
     invented_quote,
+    is_a_question,
     is_impersonal_request,
     mostly_words_of,
     names_a_moment,
@@ -163,3 +164,14 @@ def test_every_fact_of_the_extraction_example_holds_a_marker_word() -> None:
 
     for fact in EXAMPLE_ANSWER.facts:
         assert holds_a_marker(fact.text, EXAMPLE_MARKERS, ["I moved to Graz and walk to the office."]), fact.text
+
+
+@pytest.mark.parametrize(("fact", "question"), [
+    ("Can you explain VAT for a client abroad?", True),
+    ("What's a good stretch for a sore back? Grading essays is killing me.", True),
+    ("\u00bfQu\u00e9 tal el tiempo", True),
+    ("Is working at a harbour", False),  # opens like a question, but states
+    ("Asked about tides", False),
+])
+def test_a_question_copied_as_a_fact_is_told_apart(fact: str, question: bool) -> None:
+    assert is_a_question(fact) is question
