@@ -22,7 +22,9 @@ from bench.stale.baselines import FullHistory
 from bench.stale.dataset import Session
 from bench.stale.peers import MEM0
 from bench.stale.systems import FULL_HISTORY, MEMORY, NAIVE_RAG, MemorySystem, Resources, System, make_system
+from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.memory import Memory
+from lastknown_graph.pipeline.dream_proposals import CLASSIFY_PURPOSE
 
 NO_MEMORY: Final = "no-memory"
 MEMORY_DREAM: Final = "memory-dream"
@@ -53,7 +55,10 @@ class DreamingMemorySystem(MemorySystem):
         super().ingest(session)
         self.written += 1
         if self.written % DREAM_EVERY == 0:
-            self.memory.dream()
+            plan = self.memory.dream()
+            # A dream's plan counts its model calls, not their tokens: its calls count toward the ingest's cost.
+            spent = self.ingest_usage.get(CLASSIFY_PURPOSE, UsageCounts())
+            self.ingest_usage[CLASSIFY_PURPOSE] = spent.model_copy(update={"calls": spent.calls + plan.model_calls})
 
 
 def start_system(name: str, resources: Resources, user_id: str, saved: Path | None) -> System:

@@ -8,6 +8,7 @@ most recent (older ones under ``other`` wait for a later dream once these have a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from lastknown_graph.domain.attributes import OTHER, AttributeTable
 from lastknown_graph.domain.dream import DreamProposal, ProposalKind, ProposedBy
@@ -15,6 +16,8 @@ from lastknown_graph.domain.models import Fact, FactKind, FactStatus
 from lastknown_graph.llm.protocol import ChatModel
 from lastknown_graph.llm.usage import UsageMeter
 from lastknown_graph.prompts.dream_classify import AttributeChoices, answer_token_budget, classify_messages
+
+CLASSIFY_PURPOSE: Final = "dream_classify"  # the dream's one model call, as usage reports name it
 
 # Facts asked about in one dream's call: a 1.5B model keeps its numbering through about this many lines.
 MAX_ASKED = 16
@@ -36,7 +39,7 @@ def classifications_by_model(facts: Sequence[Fact], table: AttributeTable, model
         return [], 0
     described = table.described([name for name in table.names() if name != OTHER])
     answer = model.structured(classify_messages(described, [f.text for f in asked]), AttributeChoices,
-                              purpose="dream_classify", meter=meter, max_tokens=answer_token_budget(len(asked)))
+                              purpose=CLASSIFY_PURPOSE, meter=meter, max_tokens=answer_token_budget(len(asked)))
     proposals: dict[str, DreamProposal] = {}
     for choice in answer.facts:
         if not 1 <= choice.number <= len(asked) or choice.attribute.strip() == OTHER:

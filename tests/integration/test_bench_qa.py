@@ -24,6 +24,7 @@ from bench.qa.systems import NO_MEMORY, SYSTEMS
 from bench.qa.text import first_found, sentences
 from bench.stale.peers import MEM0, installed_version
 from lastknown_graph.pipeline.answer_checks import asks_two_things
+from lastknown_graph.pipeline.dream_proposals import CLASSIFY_PURPOSE
 from lastknown_graph.prompts.answer_quote import NONE_REPLY
 from lastknown_graph.testing.scripted_server import ScriptedLLMServer
 
@@ -89,6 +90,11 @@ def test_quick_run_writes_the_summary_and_a_report_that_lists_every_wrong_answer
     kinds = {f["id"]: f["kind"] for f in dreamt["facts"]}
     assert {kinds[c["fact_id"]] for c in dreamt["dream_changes"]} == {"moment"}
     assert "dream" not in {s["kind"] for s in plain["sessions"]}
+    # Each dream's one call (the facts under other, asked for their attribute) counts toward the ingest's cost.
+    ingests = [json.loads(line) for line in (tmp_path / "run" / "memory-dream.ingest.jsonl").read_text().splitlines()]
+    assert ingests and all(r["usage"][CLASSIFY_PURPOSE]["calls"] >= 1 for r in ingests)
+    assert all(CLASSIFY_PURPOSE not in json.loads(line)["usage"]
+               for line in (tmp_path / "run" / "memory.ingest.jsonl").read_text().splitlines())
     # The memory answers grounded: a quote for every question asking one thing, none for one asking two; the
     # double quotes a line only where it answers, so a never-said question's quote backs nothing.
     records = [json.loads(line) for line in (tmp_path / "run" / "memory.answers.jsonl").read_text().splitlines()]
