@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from lastknown_graph.domain.calendar_words import MONTHS
 from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
 from lastknown_graph.pipeline.grounding import content_stems
 from lastknown_graph.pipeline.text_checks import normalised
@@ -54,8 +55,6 @@ _REPLACED_BY: Final = re.compile(r"-> since \d{4}-\d{2}-\d{2}: (.+?)(?= -> |$)")
 # A question asking for a value, not for a yes or a no.
 _ASKS_FOR_A_VALUE: Final = re.compile(r"\s*(?:what|which|who|whom|whose|where|when)\b", re.IGNORECASE)
 _DATE: Final = re.compile(r"\b\d{4}-(\d{2})-\d{2}\b")
-_MONTHS: Final = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-                  "october", "november", "december")
 _HEADINGS: Final = tuple(normalised(heading.split("(")[0])
                          for heading in (NOW_HEADING, PAST_HEADING, WORDS_HEADING, SAID_HEADING))
 
@@ -104,7 +103,7 @@ def adds_nothing_the_memory_holds(question: str, answer: str, context: str) -> b
     if not added:
         return bool(_ASKS_FOR_A_VALUE.match(question))
     listed = " ".join(_listed(context))
-    months = " ".join(_MONTHS[int(month) - 1] for month in set(_DATE.findall(listed)) if 1 <= int(month) <= 12)
+    months = " ".join(MONTHS[int(month) - 1] for month in set(_DATE.findall(listed)) if 1 <= int(month) <= 12)
     return not added & content_stems(f"{listed} {months}")
 
 

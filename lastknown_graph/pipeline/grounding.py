@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from lastknown_graph.domain.calendar_words import same_calendar_word
+
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 # Capitalised English function words are never names.
@@ -96,8 +98,10 @@ def ungrounded_terms(fact_text: str, user_messages: list[str]) -> list[str]:
         re.sub(r"['’]s$", "", w.lower()) for w in _WORD.findall(source)
     }
     source_numbers = set(_NUMBER.findall(source))
-    # Whole words: "Stan" is not grounded by "can't stand".
-    missing = [noun for noun in _proper_nouns(fact_text) if noun.lower() not in source_words]
+    # Whole words: "Stan" is not grounded by "can't stand". A month or weekday the user named in another language is
+    # theirs ("octubre" for "October").
+    missing = [noun for noun in _proper_nouns(fact_text)
+               if noun.lower() not in source_words and not same_calendar_word(noun) & source_words]
     missing += [number for number in _NUMBER.findall(fact_text) if number not in source_numbers]
     return missing
 

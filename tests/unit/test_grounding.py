@@ -43,6 +43,16 @@ def test_names_and_numbers_must_come_from_the_users_words(fact: str, missing: li
     assert ungrounded_terms(fact, MESSAGES) == missing
 
 
+@pytest.mark.parametrize(("fact", "missing"), [
+    ("Rows on Thursdays in March", []),  # the user's jueves and marzo, in English
+    ("Rows on Thursdays in April", ["April"]),  # a month the user never named, in any language
+    ("Rows on Fridays in March", ["Fridays"]),
+    ("Was born in März", []),  # the same month in German
+])
+def test_a_month_or_weekday_named_in_another_language_is_the_users(fact: str, missing: list[str]) -> None:
+    assert ungrounded_terms(fact, ["Remo los jueves desde marzo."]) == missing
+
+
 def test_a_fact_without_cited_evidence_points_at_the_turn_sharing_its_words() -> None:
     from lastknown_graph.pipeline.grounding import likely_sources
 
