@@ -15,12 +15,13 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from bench._report import invocation, library_version, write_generated
 from bench.qa.dataset import DATA_DIR, DataError, conversations_digest, load_users, select
-from bench.qa.report import collect, generated_markdown, report_paths, run_meta, summary_json
+from bench.qa.report import JoinedRun, collect, generated_markdown, report_paths, run_meta, summary_json
 from bench.qa.runner import Plan, run
 from bench.qa.scripted import EMBEDDING_DIMENSION, LABEL, MODEL, scripted_rules
 from bench.qa.systems import SPREAD_SYSTEMS, SYSTEMS
@@ -87,6 +88,9 @@ def parser() -> argparse.ArgumentParser:
     show = commands.add_parser("report", help="write the report again from a run's directory")
     show.add_argument("--out", type=Path, required=True, help="the run's directory")
     show.add_argument("--data", type=Path, default=DATA_DIR, help="directory of user files (default: bench/qa/data)")
+    show.add_argument("--with", dest="joined", type=Path, action="append", default=[],
+                      help="another run's directory whose systems --out lacks (a peer run on its own server); "
+                           "may be repeated")
     _report_options(show)
     return top
 
@@ -102,16 +106,33 @@ def slug(model: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", model.lower()).strip("-") or "model"
 
 
-def write_report(out: Path, data: Path, name: str, results_dir: Path, command: str) -> tuple[Path, Path]:
+def write_report(out: Path, data: Path, name: str, results_dir: Path, command: str,
+                 joined: Sequence[Path] = ()) -> tuple[Path, Path]:
+    """The report of the run in ``out``, with the systems of each ``joined`` run that ``out`` lacks (a peer run
+    once on another server or commit: each joined run's setup is named in the report)."""
     meta = run_meta(out)
     users = load_users(data)
-    chosen = {*meta.get("systems", []), *meta.get("unavailable", {})}
-    systems = [s for s in SYSTEMS if s in chosen]  # in the benchmark's order, however many runs joined
-    results = collect(out, users, systems, meta.get("unavailable", {}))
+    taken = _chosen(meta)
+    results = collect(out, users, taken, meta.get("unavailable", {}))
+    sources: list[JoinedRun] = []
+    for folder in joined:
+        other = run_meta(folder)
+        systems = [s for s in _chosen(other) if s not in taken]
+        results += collect(folder, users, systems, other.get("unavailable", {}))
+        sources.append(JoinedRun(folder, tuple(systems), other))
+        taken += systems
+    results.sort(key=lambda r: SYSTEMS.index(r.name))
     markdown, summary = report_paths(results_dir, name)
-    write_generated(markdown, f"Everyday questions: {name}", generated_markdown(meta, users, results, command))
+    write_generated(markdown, f"Everyday questions: {name}",
+                    generated_markdown(meta, users, results, command, sources))
     summary.write_text(json.dumps(summary_json(meta, results), indent=1) + "\n", encoding="utf-8")
     return markdown, summary
+
+
+def _chosen(meta: Mapping[str, Any]) -> list[str]:
+    """The systems a run was asked for, in the benchmark's order, however many runs joined its folder."""
+    chosen = {*meta.get("systems", []), *meta.get("unavailable", {})}
+    return [s for s in SYSTEMS if s in chosen]
 
 
 def _peers(systems: Sequence[str]) -> tuple[dict[str, str], dict[str, str | None]]:
@@ -209,8 +230,13 @@ def command_report(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if not (args.out / "run.json").exists():
         print(f"bench.qa: {args.out} holds no run (no run.json)", file=sys.stderr)
         return 2
+    missing = [str(folder) for folder in args.joined if not (folder / "run.json").exists()]
+    if missing:
+        print(f"bench.qa: {', '.join(missing)} holds no run (no run.json)", file=sys.stderr)
+        return 2
     name = args.name or args.out.resolve().name
-    markdown, summary = write_report(args.out, args.data, name, args.results_dir, invocation(PROG, argv))
+    markdown, summary = write_report(args.out, args.data, name, args.results_dir, invocation(PROG, argv),
+                                     args.joined)
     print(f"wrote {markdown} and {summary}")
     return 0
 

@@ -85,6 +85,15 @@ class SystemResults:
         return sum(g.record.status == "error" for g in self.graded)
 
 
+@dataclass(frozen=True)
+class JoinedRun:
+    """Systems a report takes from another run's folder (a peer run once, on a server of its own)."""
+
+    folder: Path
+    systems: tuple[str, ...]
+    meta: Mapping[str, Any]
+
+
 def run_meta(out: Path) -> dict[str, Any]:
     path = out / RUN_FILE
     loaded = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -202,7 +211,7 @@ def _shortened(text: str) -> str:
 
 
 def generated_markdown(meta: Mapping[str, Any], users: Sequence[User], results: Sequence[SystemResults],
-                       command: str) -> str:
+                       command: str, joined: Sequence[JoinedRun] = ()) -> str:
     lines = [QUICK_NOTE, ""] if meta.get("scripted") else []
     ran = meta.get("command", "-")
     lines += [
@@ -219,6 +228,9 @@ def generated_markdown(meta: Mapping[str, Any], users: Sequence[User], results: 
         f"- naive-rag: the {meta.get('rag_k', '-')} user sentences closest to the question; full-history and no-memory:"
         f" at most {meta.get('history_max_chars', '-')} characters of user turns, the newest kept",
         f"- library code: {meta.get('code', '-')}; data digest {meta.get('data', '-')}",
+        *(f"- {', '.join(j.systems) or 'nothing'} from `{j.folder}`: `{j.meta.get('command', '-')}`; model "
+          f"{j.meta.get('label', '-')} ({j.meta.get('base_url', '-')}); library code {j.meta.get('code', '-')}; data "
+          f"digest {j.meta.get('data', '-')}" for j in joined),
         "- data:",
         *(f"  {line}" for line in _data_lines(users)),
         "",

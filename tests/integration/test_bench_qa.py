@@ -159,6 +159,21 @@ def test_report_regrades_a_run_from_its_directory(tmp_path: Path) -> None:
         tmp_path / "again" / "qa-run.md").read_text(encoding="utf-8")
 
 
+def test_a_report_joins_the_systems_another_run_holds_and_names_that_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, first, _ = run(tmp_path / "a", "--systems", "full-history", "no-memory")
+    _, second, _ = run(tmp_path / "b", "--systems", "no-memory", "naive-rag")
+    a, b, results = tmp_path / "a" / "run", tmp_path / "b" / "run", tmp_path / "joined"
+    assert main(["report", "--out", str(a), "--with", str(b), "--results-dir", str(results), "--name", "j"]) == 0
+    joined = without_seconds(json.loads((results / "qa-j.summary.json").read_text(encoding="utf-8")))
+    assert list(joined["systems"]) == ["naive-rag", "full-history", "no-memory"]  # the benchmark's order
+    assert joined["systems"]["no-memory"] == without_seconds(first)["systems"]["no-memory"]  # --out's, not b's
+    assert joined["systems"]["naive-rag"] == without_seconds(second)["systems"]["naive-rag"]
+    assert f"- naive-rag from `{b}`: `python -m bench.qa run" in (results / "qa-j.md").read_text(encoding="utf-8")
+    assert main(["report", "--out", str(a), "--with", str(tmp_path / "none"), "--results-dir", str(results)]) == 2
+    assert "holds no run" in capsys.readouterr().err
+
+
 def test_a_run_against_an_endpoint_takes_the_real_model_path(tmp_path: Path) -> None:
     """--base-url and --embed-base-url: the path a real model takes (here the double behind them, named as a model),
     with the model's name in the results' names and no quick-form warning."""
