@@ -2,7 +2,8 @@
 
 A fact is written in English whatever language the user wrote in, so "su boda es en octubre" gives "... in October":
 a month or a weekday is the same word in another language, not a name the model made up. English first, then
-Spanish, French, German, Italian, Portuguese and Dutch, case-folded, with and without accents where people type both.
+Spanish, French, German, Italian, Portuguese and Dutch, case-folded, with and without accents where people type both;
+Portuguese weekdays only in full ("quinta-feira"), since "quinta" alone is also a word for fifth.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ MONTHS: Final[tuple[str, ...]] = (
 _MONTH_NAMES: Final = (
     ("january", "enero", "janvier", "januar", "jänner", "gennaio", "janeiro", "januari"),
     ("february", "febrero", "février", "fevrier", "februar", "febbraio", "fevereiro", "februari"),
-    ("march", "marzo", "mars", "märz", "marz", "março", "marco", "maart"),
+    ("march", "marzo", "mars", "märz", "marz", "março", "maart"),
     ("april", "abril", "avril", "aprile"),
     ("may", "mayo", "mai", "maggio", "maio", "mei"),
     ("june", "junio", "juin", "juni", "giugno", "junho"),
@@ -30,11 +31,12 @@ _MONTH_NAMES: Final = (
     ("december", "diciembre", "décembre", "decembre", "dezember", "dicembre", "dezembro"),
 )
 _WEEKDAY_NAMES: Final = (
-    ("monday", "lunes", "lundi", "montag", "lunedì", "lunedi", "segunda", "maandag"),
-    ("tuesday", "martes", "mardi", "dienstag", "martedì", "martedi", "terça", "terca", "dinsdag"),
-    ("wednesday", "miércoles", "miercoles", "mercredi", "mittwoch", "mercoledì", "mercoledi", "quarta", "woensdag"),
-    ("thursday", "jueves", "jeudi", "donnerstag", "giovedì", "giovedi", "quinta", "donderdag"),
-    ("friday", "viernes", "vendredi", "freitag", "venerdì", "venerdi", "sexta", "vrijdag"),
+    ("monday", "lunes", "lundi", "montag", "lunedì", "lunedi", "segunda-feira", "maandag"),
+    ("tuesday", "martes", "mardi", "dienstag", "martedì", "martedi", "terça-feira", "terca-feira", "dinsdag"),
+    ("wednesday", "miércoles", "miercoles", "mercredi", "mittwoch", "mercoledì", "mercoledi", "quarta-feira",
+     "woensdag"),
+    ("thursday", "jueves", "jeudi", "donnerstag", "giovedì", "giovedi", "quinta-feira", "donderdag"),
+    ("friday", "viernes", "vendredi", "freitag", "venerdì", "venerdi", "sexta-feira", "vrijdag"),
     ("saturday", "sábado", "sabado", "samedi", "samstag", "sonnabend", "sabato", "zaterdag"),
     ("sunday", "domingo", "dimanche", "sonntag", "domenica", "zondag"),
 )

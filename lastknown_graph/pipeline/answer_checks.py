@@ -23,9 +23,9 @@ the recorded everyday-questions runs this backed right answers the check had ref
 
 A quote that backs does not make the answer true: the model may quote one line and then answer with a value no line
 holds (a football club, for a question the user never answered). So a grounded answer must also say something the
-memory holds: at least one of the content words it adds to the question is in a listed line (a month counts as
-in the lines where one of its dates is), and an answer to a what/which/who/where/when question that adds no word
-at all ("Yes, I drive a car") says nothing. Replayed on the 280 recorded grounded answers
+memory holds: at least one of the content words or numbers it adds to the question is in a listed line (a month
+counts as in the lines where one of its dates is), and an answer to a what/which/who/where/when question that adds
+nothing at all ("Yes, I drive a car") says nothing. Replayed on the 336 recorded grounded answers
 (bench/results/answer-prompt.md, *An answer naming what no line holds*).
 """
 
@@ -96,15 +96,21 @@ def quote_backs(quote: str, context: str) -> bool:
 
 
 def adds_nothing_the_memory_holds(question: str, answer: str, context: str) -> bool:
-    """None of the content words the answer adds to the question is in a listed line of the context (a month
-    counts as in the lines that hold one of its dates), or a question asking for a value gets an answer that adds
-    no content word at all."""
+    """None of the content words or numbers the answer adds to the question is in a listed line of the context (a
+    month counts as in the lines that hold one of its dates), or a question asking for a value gets an answer that
+    adds no content word or number at all."""
     added = content_stems(answer) - content_stems(question)
-    if not added:
+    added_numbers = _numbers(answer) - _numbers(question)  # "In 2019." adds a year, not a word
+    if not added and not added_numbers:
         return bool(_ASKS_FOR_A_VALUE.match(question))
     listed = " ".join(_listed(context))
     months = " ".join(MONTHS[int(month) - 1] for month in set(_DATE.findall(listed)) if 1 <= int(month) <= 12)
-    return not added & content_stems(f"{listed} {months}")
+    return not added & content_stems(f"{listed} {months}") and not added_numbers & _numbers(listed)
+
+
+def _numbers(text: str) -> set[int]:
+    """The whole numbers written in ``text`` ("07" and "7th" are 7)."""
+    return {int(digits) for digits in re.findall(r"\d+", text)}
 
 
 def _quoted_words(quote: str) -> list[str]:

@@ -136,10 +136,13 @@ def test_a_second_question_is_told_apart(question: str, two: bool) -> None:
     ("Where do I live?", "You live in Porto.", False),
     ("Where do I live?", "You live in Porto, Portugal.", False),  # one held word is enough: the rest may explain
     ("When did I move to Porto?", "You moved there in June 2024.", False),  # June: the month of a listed date
-    ("When did I move to Porto?", "You moved there in March 2024.", True),  # no listed date is in March
+    ("When did I move to Porto?", "You moved there in March.", True),  # no listed date is in March
     ("Which club do I support?", "You support Boavista.", True),  # a value no line holds
     ("What car do I drive?", "Yes, you drive a car.", True),  # asked for a value, adds no word to the question
     ("Do I still live in Lyon?", "No.", False),  # a yes or no adds nothing and needs to add nothing
+    ("When did I move to Porto?", "In 2024.", False),  # a year of a listed date is held
+    ("When did I move to Porto?", "In 2019.", True),
+    ("When did I move to Porto?", "On the 1st.", False),  # the day of a listed date
 ])
 def test_an_answer_must_add_something_a_line_holds(question: str, answer: str, adds_nothing: bool) -> None:
     assert adds_nothing_the_memory_holds(question, answer, CONTEXT) is adds_nothing
