@@ -228,7 +228,7 @@ def generated_markdown(meta: Mapping[str, Any], users: Sequence[User], results: 
         f"- naive-rag: the {meta.get('rag_k', '-')} user sentences closest to the question; full-history and no-memory:"
         f" at most {meta.get('history_max_chars', '-')} characters of user turns, the newest kept",
         f"- library code: {meta.get('code', '-')}; data digest {meta.get('data', '-')}",
-        *(f"- {', '.join(j.systems) or 'nothing'} from `{j.folder}`: `{j.meta.get('command', '-')}`; model "
+        *(f"- {', '.join(j.systems) or 'nothing'} from `{j.folder}`: `{j.meta.get('command', '-')}`; "
           f"{j.meta.get('label', '-')} ({j.meta.get('base_url', '-')}); library code {j.meta.get('code', '-')}; data "
           f"digest {j.meta.get('data', '-')}" for j in joined),
         "- data:",
