@@ -21,6 +21,7 @@ from typing import Final
 from bench.stale.baselines import FullHistory
 from bench.stale.dataset import Session
 from bench.stale.peers import MEM0
+from bench.stale.records import sum_counts
 from bench.stale.systems import FULL_HISTORY, MEMORY, NAIVE_RAG, MemorySystem, Resources, System, make_system
 from lastknown_graph.domain.reports import UsageCounts
 from lastknown_graph.memory import Memory
@@ -57,8 +58,8 @@ class DreamingMemorySystem(MemorySystem):
         if self.written % DREAM_EVERY == 0:
             plan = self.memory.dream()
             # A dream's plan counts its model calls, not their tokens: its calls count toward the ingest's cost.
-            spent = self.ingest_usage.get(CLASSIFY_PURPOSE, UsageCounts())
-            self.ingest_usage[CLASSIFY_PURPOSE] = spent.model_copy(update={"calls": spent.calls + plan.model_calls})
+            self.ingest_usage[CLASSIFY_PURPOSE] = sum_counts(self.ingest_usage.get(CLASSIFY_PURPOSE, UsageCounts()),
+                                                             UsageCounts(calls=plan.model_calls))
 
 
 def start_system(name: str, resources: Resources, user_id: str, saved: Path | None) -> System:

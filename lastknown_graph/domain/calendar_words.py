@@ -12,10 +12,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-MONTHS: Final[tuple[str, ...]] = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
-    "december",
-)
 _MONTH_NAMES: Final = (
     ("january", "enero", "janvier", "januar", "jänner", "gennaio", "janeiro", "januari"),
     ("february", "febrero", "février", "fevrier", "februar", "febbraio", "fevereiro", "februari"),
@@ -30,6 +26,8 @@ _MONTH_NAMES: Final = (
     ("november", "noviembre", "novembre", "novembro"),
     ("december", "diciembre", "décembre", "decembre", "dezember", "dicembre", "dezembro"),
 )
+# The English names, in the year's order.
+MONTHS: Final[tuple[str, ...]] = tuple(names[0] for names in _MONTH_NAMES)
 _WEEKDAY_NAMES: Final = (
     ("monday", "lunes", "lundi", "montag", "lunedì", "lunedi", "segunda-feira", "maandag"),
     ("tuesday", "martes", "mardi", "dienstag", "martedì", "martedi", "terça-feira", "terca-feira", "dinsdag"),
