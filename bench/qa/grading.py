@@ -6,6 +6,8 @@ and accents folded, whole words, ``*`` for a prefix):
 - **An answerable question** (single, updated, history, across) is right when every ``right`` group has a phrase in
   the answer, the answer leads with ``lead`` when the question has one, no ``wrong`` phrase occurs, and no ``former``
   value is given as current.
+- **A date written as the memory's context writes it** ("2024-10-07") is read as the day it names ("7 October
+  2024", ``text.dates_spelled_out``): the key asks for the month, and the ISO date says it.
 - **A former value** (what an updated fact used to be) is allowed when the words around it mark it as past: within
   ``PAST_WINDOW`` words before it in its sentence one of ``PAST_BEFORE`` ("used to", "moved from", "no longer", "was",
   ...), or within as many words after it one of ``PAST_AFTER`` ("before", "until", "anymore", ...). "You used to live
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from bench.qa.dataset import Question
-from bench.qa.text import Phrase, first_found, phrases, sentences
+from bench.qa.text import Phrase, dates_spelled_out, first_found, phrases, sentences
 from bench.stale.deterministic import leading_answer
 
 PAST_WINDOW: Final = 5  # words on either side of a former value; a sentence rarely marks it from further away
@@ -93,6 +95,7 @@ def leads_with(answer: str, said: Sequence[Sequence[str]], lead: str) -> bool:
 
 
 def grade(question: Question, answer: str) -> Verdict:
+    answer = dates_spelled_out(answer)
     said = sentences(answer)
     invented = first_found(phrases(question.wrong), said)
     if question.type == "never_said":

@@ -13,11 +13,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from lastknown_graph.domain.calendar_words import MONTHS
+
 PREFIX_MARK: Final = "*"
 _WORD: Final = re.compile(r"\w+")
 # Where a sentence ends, for rules that look at the words around a match ("used to live in ..."); a decimal point
 # splitting "2.5" costs nothing there.
 _SENTENCE_END: Final = re.compile(r"[.!?;\n]+")
+# A date written as the memory's context writes it ("2024-10-07"): the grader reads it as the day it names.
+_ISO_DATE: Final = re.compile(r"\b(\d{4})-(0[1-9]|1[0-2])(?:-(0[1-9]|[12]\d|3[01]))?\b")
+
+
+def dates_spelled_out(text: str) -> str:
+    """ISO dates as words: "on 2024-10-07" -> "on 7 October 2024", so a key asking for the month finds it."""
+    def spelled(match: re.Match[str]) -> str:
+        year, month, day = match.group(1), MONTHS[int(match.group(2)) - 1].capitalize(), match.group(3)
+        return f"{int(day)} {month} {year}" if day else f"{month} {year}"
+    return _ISO_DATE.sub(spelled, text)
 
 
 def fold(text: str) -> str:

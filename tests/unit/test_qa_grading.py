@@ -9,7 +9,7 @@ import pytest
 
 from bench.qa.dataset import Question
 from bench.qa.grading import expected, grade
-from bench.qa.text import Phrase, words
+from bench.qa.text import Phrase, dates_spelled_out, words
 
 
 def question(**key: Any) -> Question:
@@ -44,6 +44,20 @@ def test_every_group_must_match_in_any_order_and_language(answer: str) -> None:
 def test_a_missing_group_fails_and_says_which(answer: str) -> None:
     verdict = grade(BIRTHDAY, answer)
     assert not verdict.passed and "missing" in verdict.reason
+
+
+@pytest.mark.parametrize(("answer", "passed"), [
+    ("Your birthday is on 2024-11-09.", True),  # an ISO date says the month and the day
+    ("Your birthday is on 2024-11-19.", False),  # the 19th, not the 9th
+    ("Your birthday is on 2024-12-09.", False),  # December
+    ("Your birthday is on 2024-13-09.", False),  # no month 13: not a date, nothing spelled out
+])
+def test_an_iso_date_is_read_as_the_day_it_names(answer: str, passed: bool) -> None:
+    assert grade(BIRTHDAY, answer).passed is passed
+
+
+def test_an_iso_month_alone_is_read_as_the_month() -> None:
+    assert dates_spelled_out("since 2024-10, and 2024-06-21") == "since October 2024, and 21 June 2024"
 
 
 def test_case_and_accents_are_folded_both_ways() -> None:
