@@ -36,6 +36,7 @@ from lastknown_graph.pipeline.answer_checks import (
     asks_two_things,
     quote_backs,
 )
+from lastknown_graph.pipeline.answer_context import AnswerSettings, answer_context
 from lastknown_graph.pipeline.correction import correction_session_id, plan_correction
 from lastknown_graph.pipeline.dream import plan_dream
 from lastknown_graph.pipeline.dream_proposals import classifications_by_model
@@ -43,15 +44,7 @@ from lastknown_graph.pipeline.judgment import ConflictSettings
 from lastknown_graph.pipeline.label_check import AttributeLabels
 from lastknown_graph.pipeline.naive_rag import DEFAULT_K, closest, user_sentences_with_vectors
 from lastknown_graph.pipeline.premise import PremiseSettings, premise_notes
-from lastknown_graph.pipeline.user_words import (
-    UserWordsSettings,
-    closest_sentences,
-    closest_user_words,
-    embed_sentences,
-    ended_notes,
-    render_sentences,
-    render_user_words,
-)
+from lastknown_graph.pipeline.user_words import embed_sentences
 from lastknown_graph.pipeline.write import PlanningMemo, conversation_digest, plan_write
 from lastknown_graph.prompts.answer import answer_messages
 from lastknown_graph.prompts.answer_quote import quote_messages
@@ -145,7 +138,7 @@ class Memory(MemoryReader):
         *,
         conflict_settings: ConflictSettings | None = None,
         premise_settings: PremiseSettings | None = None,
-        user_words_settings: UserWordsSettings | None = None,
+        answer_settings: AnswerSettings | None = None,
         priors: VolatilityPriors | None = None,
         attributes: AttributeTable | None = None,
         max_conversation_chars: int = MAX_CONVERSATION_CHARS,
@@ -165,7 +158,7 @@ class Memory(MemoryReader):
         self.llm = llm
         self.conflict_settings = conflict_settings or ConflictSettings()
         self.premise_settings = premise_settings or PremiseSettings()
-        self.user_words_settings = user_words_settings or UserWordsSettings()
+        self.answer_settings = answer_settings or AnswerSettings()
         self._schema_ready = False
         self._labels = AttributeLabels(self.attributes, embedder)  # the descriptions' vectors, made on first use
         self.max_conversation_chars = max_conversation_chars
@@ -359,8 +352,9 @@ class Memory(MemoryReader):
         )
 
     def ask(self, question: str, *, max_tokens: int = ANSWER_MAX_TOKENS, grounded: bool = False) -> Answer:
-        """Answer with the whole current state, the history, the user's own words behind the current facts
-        closest to the question, and premise notes in the system prompt (``Answer.context`` is all but the notes).
+        """Answer from the current facts and the user's own sentences closest to the question (each marked where
+        what it said is no longer true), and premise notes in the system prompt (``Answer.context`` is all but the
+        notes; ``pipeline/answer_context.py`` says why not the whole state, which ``context()`` gives).
 
         ``max_tokens`` bounds the reply (a slow local model may be capped to its first sentence or two).
         ``grounded``: the question asks what the user said ("What's my sister's name?"), so an answer no line of
@@ -382,14 +376,8 @@ class Memory(MemoryReader):
             history = self.store.history(self.user)
             [embedding] = self.embedder.embed([question])
             notes = self._premise_notes(question, meter, history, embedding)
-            quotes = closest_user_words(store=self.store, user_id=self.user, embedding=embedding,
-                                        settings=self.user_words_settings)
-            said = closest_sentences(store=self.store, user_id=self.user, embedding=embedding,
-                                     settings=self.user_words_settings, quoted={q.message_id for q in quotes})
-            sections = [render_user_words(quotes, self.user_words_settings.max_quote_chars),
-                        render_sentences(said, ended_notes(self.store, self.user, history,
-                                                           {s.message_id for s in said}))]
-            context = "\n\n".join([self.context_of(history), *(section for section in sections if section)])
+            context = answer_context(store=self.store, user_id=self.user, embedding=embedding, history=history,
+                                     settings=self.answer_settings)
             model = tracing.traced(self.llm)
             quote, backed = None, True
             if grounded and not asks_two_things(question):
@@ -409,8 +397,7 @@ class Memory(MemoryReader):
             current.set_attribute(tracing.ANSWER_COPIED_CONTEXT, replaced is not None)
             answer = Answer(text=text, premise_notes=tuple(notes), context=context, usage=usage_report(meter),
                             replaced=replaced, quote=quote)
-            current.set_attributes(tracing.answer_attributes(answer, history_entries=len(history),
-                                                             quoted_turns=len(quotes)))
+            current.set_attributes(tracing.answer_attributes(answer, history_entries=len(history)))
             return answer
 
     def compare(self, question: str, *, k: int = DEFAULT_K, max_tokens: int = ANSWER_MAX_TOKENS) -> Comparison:

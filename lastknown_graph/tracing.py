@@ -137,11 +137,12 @@ def write_attributes(report: WriteReport) -> dict[str, AttributeValue]:
     }
 
 
-def answer_attributes(answer: Answer, *, history_entries: int, quoted_turns: int) -> dict[str, AttributeValue]:
+def answer_attributes(answer: Answer, *, history_entries: int) -> dict[str, AttributeValue]:
     return {
         "lastknown.ask.premise_notes": len(answer.premise_notes),
         "lastknown.ask.history_entries": history_entries,
-        "lastknown.ask.quoted_turns": quoted_turns,
+        # The facts and the user's sentences the answer read: one listed line each.
+        "lastknown.ask.context_lines": sum(line.startswith("- ") for line in answer.context.splitlines()),
         **usage_attributes(answer.usage),
     }
 

@@ -35,10 +35,11 @@ import re
 from typing import Final
 
 from lastknown_graph.domain.calendar_words import MONTHS
+from lastknown_graph.pipeline.answer_context import FACTS_HEADING
 from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
 from lastknown_graph.pipeline.grounding import content_stems
 from lastknown_graph.pipeline.text_checks import normalised
-from lastknown_graph.pipeline.user_words import SAID_HEADING, WORDS_HEADING
+from lastknown_graph.pipeline.user_words import SAID_HEADING
 from lastknown_graph.prompts.answer_quote import NONE_REPLY
 
 UNKNOWN_ANSWER: Final = "I don't know: nothing you have told me says so."
@@ -56,7 +57,7 @@ _REPLACED_BY: Final = re.compile(r"-> since \d{4}-\d{2}-\d{2}: (.+?)(?= -> |$)")
 _ASKS_FOR_A_VALUE: Final = re.compile(r"\s*(?:what|which|who|whom|whose|where|when)\b", re.IGNORECASE)
 _DATE: Final = re.compile(r"\b\d{4}-(\d{2})-\d{2}\b")
 _HEADINGS: Final = tuple(normalised(heading.split("(")[0])
-                         for heading in (NOW_HEADING, PAST_HEADING, WORDS_HEADING, SAID_HEADING))
+                         for heading in (NOW_HEADING, PAST_HEADING, FACTS_HEADING, SAID_HEADING))
 
 
 def copies_the_context(answer: str, context: str) -> bool:

@@ -18,7 +18,7 @@ MIN_CONTEXT_TOKENS = 50  # room for the headings and a few facts
 CHARS_PER_TOKEN = 4  # rough English average; the budget is a guide for prompt size, not an exact count
 
 
-def _fact_line(fact: Fact) -> str:
+def fact_line(fact: Fact) -> str:
     marks = " (inferred)" if fact.inferred else ""
     marks += " (at that moment)" if fact.kind == "moment" else ""
     return f"- [{fact.valid_from.isoformat()}] {fact.text}{marks}"
@@ -71,7 +71,7 @@ def render_context(
         )
         chosen: set[str] = set()
         for fact in by_priority:
-            cost = _tokens(_fact_line(fact))
+            cost = _tokens(fact_line(fact))
             if cost <= budget:
                 chosen.add(fact.id)
                 budget -= cost
@@ -84,7 +84,7 @@ def render_context(
             kept_retired.append(entry)
             budget -= cost
     lines = [NOW_HEADING]
-    lines += [_fact_line(f) for f in kept_facts] or (["- (nothing known yet)"] if not current else [])
+    lines += [fact_line(f) for f in kept_facts] or (["- (nothing known yet)"] if not current else [])
     if len(kept_facts) < len(current):
         lines.append(_facts_left_out(len(current) - len(kept_facts)))
     if retired:

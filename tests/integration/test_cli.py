@@ -32,7 +32,7 @@ from lastknown_graph.cli.app import main
 from lastknown_graph.domain.models import FactKind
 from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.pipeline.answer_checks import UNKNOWN_ANSWER
-from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
+from lastknown_graph.prompts.naive_rag import NAIVE_RAG_SYSTEM, RETRIEVED_HEADING
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from tests.builders import SessionBuilder, vec
@@ -84,7 +84,7 @@ def rules() -> list[Rule]:
                                                       "no_longer_true": []})),
         Rule(purpose="premise", contains=["rainy", "Lives in Portland"], reply=Reply.yes(0.9)),
         Rule(purpose="premise", reply=Reply.yes(0.05)),
-        Rule(purpose="answer", system_contains=RETRIEVED_HEADING, reply="(scripted naive RAG answer)"),
+        Rule(purpose="answer", system_contains=NAIVE_RAG_SYSTEM, reply="(scripted naive RAG answer)"),
         Rule(purpose="answer", contains="Which region", reply="You live in a hot desert region."),
         Rule(purpose="answer", reply="(scripted answer)"),
         Rule(purpose="answer_quote", contains="surname", reply="Sanchez"),  # scripted: a value no line holds

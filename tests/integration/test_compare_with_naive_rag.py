@@ -12,7 +12,7 @@ import pytest
 
 from lastknown_graph import InvalidInputError, Memory, Store
 from lastknown_graph.pipeline.naive_rag import closest
-from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
+from lastknown_graph.prompts.naive_rag import NAIVE_RAG_SYSTEM, RETRIEVED_HEADING
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from tests.builders import DIMENSION, SessionBuilder
 
@@ -32,7 +32,7 @@ def respond(call: ModelCall) -> object:
         return 0.0
     if call.purpose == "answer":
         system = call.messages[0]["content"]
-        return "naive answer" if RETRIEVED_HEADING in system else "memory answer"
+        return "naive answer" if NAIVE_RAG_SYSTEM in system else "memory answer"
     raise AssertionError(f"no scripted answer for {call.purpose}")
 
 

@@ -475,7 +475,7 @@ def test_an_expired_moment_leaves_the_context_the_answer_is_given(
     context = memory.context()
     assert "- [2024-09-03] Is making coffee before work (at that moment)" in context
     assert "on the train" not in context
-    memory.ask("What should I listen to right now?")
+    memory.ask("What should I listen to while I make coffee before work?")
     system_prompt = server.chat_requests("answer")[-1].system_message
     assert "Is making coffee before work" in system_prompt
     # The train's words may be found by the question, but only marked as a moment that passed.

@@ -244,7 +244,7 @@ def test_one_ask_is_one_span_tree_with_the_premise_guard(spans: Any, memory: Mem
         "lastknown.user.pseudonym": pseudonym(USER),
         "lastknown.ask.premise_notes": 1,
         "lastknown.ask.history_entries": 2,
-        "lastknown.ask.quoted_turns": 1,
+        "lastknown.ask.context_lines": 3,  # the Porto fact and the two sentences the user wrote
         "lastknown.ask.copied_context": False,
         "lastknown.usage.calls": 1 + len(asked),
         "lastknown.usage.input_tokens": answer.usage.total.prompt_tokens,

@@ -15,7 +15,7 @@ import pytest
 from lastknown_graph import EmbeddedStore, FactStatus, InvalidInputError, LLMUnavailableError, Memory
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.llm import ChatModel
-from lastknown_graph.pipeline.context import PAST_HEADING
+from lastknown_graph.pipeline.user_words import SAID_HEADING
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel, failing
 
 # The calls a write may make besides the extraction: the judgment's (pipeline/judgment.py).
@@ -248,10 +248,11 @@ def test_the_answer_is_given_with_the_latest_moment_only(
     memory, model = make_memory(logprobs=logprobs)
     memory.write(["On the train to Lyon right now."], date="2024-01-10", session="s1")
     memory.write(["Sitting at the dentist now."], date="2024-01-11", session="s2")
-    memory.ask("What can I read while I wait?")
+    memory.ask("Am I at the dentist right now?")
     [call] = model.calls_for("answer")
     system = call.messages[0]["content"]
-    assert "- [2024-01-11] Is at the dentist (at that moment)" in system and "train" not in system
+    assert "- [2024-01-11] Is at the dentist (at that moment)" in system and "Is on a train" not in system.replace(
+        "'Is on a train to Lyon' held only at that moment", "")  # the train only as its words, marked as passed
     assert [f.text for f in memory.as_of("2024-01-10")] == ["Is on a train to Lyon"]
     assert [f.text for f in memory.as_of("2024-01-11")] == ["Is at the dentist"]
 
@@ -337,7 +338,8 @@ def test_ask_answers_from_the_current_state_and_shows_what_stopped_being_true(
     answer = memory.ask("Do I still live in Lyon?")
     assert answer.text == "No, you live in Porto now."
     [call] = model.calls_for("answer")
-    system = call.messages[0]["content"]
-    now, past = system.split(PAST_HEADING)
-    assert "Lives in Porto" in now and "Lives in Lyon" not in now and "Lives in Lyon" in past
+    facts, said = call.messages[0]["content"].split(SAID_HEADING)
+    assert "- [2024-06-01] Lives in Porto" in facts and "Lyon" not in facts
+    assert ('- [2024-01-10] "I live in Lyon these days." '
+            "['Lives in Lyon' is no longer true (since 2024-06-01: Lives in Porto)]") in said
     assert call.last_user_message == "Do I still live in Lyon?"

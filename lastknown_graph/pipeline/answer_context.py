@@ -1,0 +1,61 @@
+"""What ``ask()`` reads: the current facts closest to the question, and the user's own sentences closest to it,
+dated, each marked where what it said is no longer true.
+
+The whole state with the whole history, the turns behind the closest facts and the closest sentences made a context
+a small model read badly: it answered from the wrong line, or copied one, where naive RAG's eight sentences alone
+answered (Qwen2.5-Coder-1.5B, the 84 everyday questions of run 1's memories answered again:
+bench/results/answer-prompt.md, *The answer reads the closest facts and the user's closest sentences*). So an answer
+reads what retrieval finds for the question, as naive RAG does, plus what only the memory knows: the facts it
+extracted, and which of the user's sentences stopped being true and what replaced them. ``context()`` keeps the
+whole state for an agent's own prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lastknown_graph.domain.models import HistoryEntry
+from lastknown_graph.pipeline.context import fact_line
+from lastknown_graph.pipeline.user_words import closest_sentences, ended_notes, render_sentences
+from lastknown_graph.store import Store
+
+FACTS_HEADING = "What is true about the user now:"
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    # The current facts closest to the question that an answer reads (0: none), most recent first.
+    facts: int = 5
+    # Below this cosine a fact has nothing to do with the question (as for the premise guard).
+    min_similarity: float = 0.2
+    # The user's sentences closest to the question, found by their own vectors (0: none), oldest first.
+    sentences: int = 8
+
+    def __post_init__(self) -> None:
+        for name in ("facts", "sentences"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        if not 0.0 <= self.min_similarity <= 1.0:
+            raise ValueError(f"min_similarity must be within [0, 1], got {self.min_similarity!r}")
+
+
+def answer_context(*, store: Store, user_id: str, embedding: Sequence[float], history: Sequence[HistoryEntry],
+                   settings: AnswerSettings) -> str:
+    """The facts section and the sentences section, each left out when empty; "" when both are."""
+    sections = [_closest_facts(store, user_id, embedding, settings)]
+    said = closest_sentences(store=store, user_id=user_id, embedding=embedding, count=settings.sentences)
+    sections.append(render_sentences(said, ended_notes(store, user_id, history, {s.message_id for s in said})))
+    return "\n\n".join(section for section in sections if section)
+
+
+def _closest_facts(store: Store, user_id: str, embedding: Sequence[float], settings: AnswerSettings) -> str:
+    if settings.facts == 0:
+        return ""
+    found = [s.fact for s in store.similar_facts(user_id, embedding, settings.facts)
+             if s.similarity >= settings.min_similarity]
+    if not found:
+        return ""
+    found.sort(key=lambda fact: (fact.valid_from, fact.id), reverse=True)
+    return "\n".join([FACTS_HEADING, *(fact_line(fact) for fact in found)])
