@@ -371,8 +371,8 @@ class Memory(MemoryReader):
             if not isinstance(grounded, bool):
                 raise InvalidInputError(f"grounded must be True or False, got {grounded!r}")
             meter = UsageMeter()
-            # One snapshot of the history for the premise notes and the context: they cannot disagree, and
-            # right after a write (when the store does not cache yet) the history is read once, not twice.
+            # One snapshot of the history for the premise notes and the notes beside the user's sentences: they
+            # cannot disagree, and right after a write (when the store does not cache yet) it is read once, not twice.
             history = self.store.history(self.user)
             [embedding] = self.embedder.embed([question])
             notes = self._premise_notes(question, meter, history, embedding)

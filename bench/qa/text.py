@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Final
 
 from lastknown_graph.domain.calendar_words import MONTHS
@@ -20,16 +21,20 @@ _WORD: Final = re.compile(r"\w+")
 # Where a sentence ends, for rules that look at the words around a match ("used to live in ..."); a decimal point
 # splitting "2.5" costs nothing there.
 _SENTENCE_END: Final = re.compile(r"[.!?;\n]+")
-# A date written as the memory's context writes it ("2024-10-07"): the grader reads it as the day it names.
-_ISO_DATE: Final = re.compile(r"\b(\d{4})-(0[1-9]|1[0-2])(?:-(0[1-9]|[12]\d|3[01]))?\b")
+# A day written as the memory's context writes it ("2024-10-07"): the grader reads it as the day it names.
+_ISO_DAY: Final = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b(?!T)")
 
 
 def dates_spelled_out(text: str) -> str:
-    """ISO dates as words: "on 2024-10-07" -> "on 7 October 2024", so a key asking for the month finds it."""
+    """ISO days as words: "on 2024-10-07" -> "on 7 October 2024", so a key asking for the month finds it; what is no
+    calendar day ("2024-02-31") or a timestamp ("2024-10-07T10:00") is left as written."""
     def spelled(match: re.Match[str]) -> str:
-        year, month, day = match.group(1), MONTHS[int(match.group(2)) - 1].capitalize(), match.group(3)
-        return f"{int(day)} {month} {year}" if day else f"{month} {year}"
-    return _ISO_DATE.sub(spelled, text)
+        try:
+            day = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+        except ValueError:
+            return match.group(0)
+        return f"{day.day} {MONTHS[day.month - 1].capitalize()} {day.year}"
+    return _ISO_DAY.sub(spelled, text)
 
 
 def fold(text: str) -> str:

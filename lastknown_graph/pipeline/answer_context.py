@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lastknown_graph.domain.models import HistoryEntry
-from lastknown_graph.pipeline.context import fact_line
+from lastknown_graph.pipeline.context import NOTHING_KNOWN, fact_line
 from lastknown_graph.pipeline.user_words import closest_sentences, ended_notes, render_sentences
 from lastknown_graph.store import Store
 
@@ -43,11 +43,12 @@ class AnswerSettings:
 
 def answer_context(*, store: Store, user_id: str, embedding: Sequence[float], history: Sequence[HistoryEntry],
                    settings: AnswerSettings) -> str:
-    """The facts section and the sentences section, each left out when empty; "" when both are."""
+    """The facts section and the sentences section, each left out when empty; a line saying nothing is known when
+    both are."""
     sections = [_closest_facts(store, user_id, embedding, settings)]
     said = closest_sentences(store=store, user_id=user_id, embedding=embedding, count=settings.sentences)
     sections.append(render_sentences(said, ended_notes(store, user_id, history, {s.message_id for s in said})))
-    return "\n\n".join(section for section in sections if section)
+    return "\n\n".join(section for section in sections if section) or f"{FACTS_HEADING}\n{NOTHING_KNOWN}"
 
 
 def _closest_facts(store: Store, user_id: str, embedding: Sequence[float], settings: AnswerSettings) -> str:

@@ -14,6 +14,7 @@ from lastknown_graph.pipeline.ranking import effective_age_days
 
 NOW_HEADING = "What is true about the user now (most recent first):"
 PAST_HEADING = "No longer true (kept for history):"
+NOTHING_KNOWN = "- (nothing known yet)"
 MIN_CONTEXT_TOKENS = 50  # room for the headings and a few facts
 CHARS_PER_TOKEN = 4  # rough English average; the budget is a guide for prompt size, not an exact count
 
@@ -84,7 +85,7 @@ def render_context(
             kept_retired.append(entry)
             budget -= cost
     lines = [NOW_HEADING]
-    lines += [fact_line(f) for f in kept_facts] or (["- (nothing known yet)"] if not current else [])
+    lines += [fact_line(f) for f in kept_facts] or ([NOTHING_KNOWN] if not current else [])
     if len(kept_facts) < len(current):
         lines.append(_facts_left_out(len(current) - len(kept_facts)))
     if retired:

@@ -15,11 +15,12 @@ from lastknown_graph.domain.models import FactStatus, HistoryEntry, ScoredSenten
 from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.embedders.protocol import Embedder
+from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
 from lastknown_graph.store import Store
 
 SentenceVectors = tuple[tuple[float, ...], ...]  # one vector per sentence of a turn
 
-SAID_HEADING = "The user's earlier messages most related to this request (oldest first):"
+SAID_HEADING = RETRIEVED_HEADING  # naive RAG's words for the same lines: the memory adds only the notes
 
 
 def closest_sentences(*, store: Store, user_id: str, embedding: Sequence[float], count: int) -> list[ScoredSentence]:
@@ -60,7 +61,8 @@ def render_sentences(said: Sequence[ScoredSentence], notes: Mapping[str, Sequenc
     lines = [SAID_HEADING]
     for sentence in said:
         marks = "".join(f" [{note}]" for note in notes.get(sentence.message_id, ()))
-        lines.append(f'- [{sentence.day.isoformat()}] "{sentence.text}"{marks}')
+        flat = " ".join(sentence.text.split())  # a line break inside a sentence would start a line of its own
+        lines.append(f'- [{sentence.day.isoformat()}] "{flat}"{marks}')
     return "\n".join(lines)
 
 

@@ -212,6 +212,6 @@ def test_ask_reads_the_history_once_for_the_premise_notes_and_the_context(
             library.used.clear()
             answer = memory.ask("Any good hikes near Portland this weekend?")
         assert library.used.count("history") == 1
-        assert "Portland" in answer.context  # the retired fact is in the context's history part
+        assert "'Lives in Portland' is no longer true" in answer.context  # the note beside the user's sentence
     finally:
         store.close()

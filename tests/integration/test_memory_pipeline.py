@@ -480,7 +480,7 @@ def test_an_expired_moment_leaves_the_context_the_answer_is_given(
     assert "Is making coffee before work" in system_prompt
     # The train's words may be found by the question, but only marked as a moment that passed.
     train = [line for line in system_prompt.splitlines() if "on the train" in line]
-    assert all(line.endswith("['Is on the train to work' held only at that moment]") for line in train), train
+    assert train and all(line.endswith("['Is on the train to work' held only at that moment]") for line in train)
     assert "Is on the train to work" in {f.text for f in memory.as_of("2024-05-01")}
     assert "Is on the train to work" not in {f.text for f in memory.as_of("2024-09-03")}
     expiries = [(e.fact_text, e.cause_fact_text, e.session_id) for e in memory.timeline()

@@ -117,6 +117,17 @@ def test_no_sentences_when_told_to_find_none_or_the_turns_were_stored_without_ve
     assert SAID_HEADING not in before.ask("Which nuts am I allergic to?").context
 
 
+def test_a_memory_with_nothing_says_so_to_the_answer() -> None:
+    memory = Memory(ScriptedModel(nothing_extracted), HashedEmbedder(), "ada", EmbeddedStore(None))
+    assert memory.ask("What's my name?").context == f"{FACTS_HEADING}\n- (nothing known yet)"
+
+
+def test_a_line_break_inside_a_sentence_never_starts_a_line_of_its_own() -> None:
+    listed = ScoredSentence(message_id="m-1", session_id="s-1", day=date(2024, 2, 3), index=0, sentence_index=0,
+                            text="Shopping list:\n- eggs\n- flour", similarity=0.5)
+    assert render_sentences([listed], {}) == f'{SAID_HEADING}\n- [2024-02-03] "Shopping list: - eggs - flour"'
+
+
 def test_sentences_render_with_their_day_and_notes_and_nothing_renders_empty() -> None:
     said = ScoredSentence(message_id="m-1", session_id="s-1", day=date(2024, 2, 3), index=0, sentence_index=1,
                           text="We adopted a kitten.", similarity=0.5)

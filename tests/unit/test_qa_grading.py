@@ -56,8 +56,9 @@ def test_an_iso_date_is_read_as_the_day_it_names(answer: str, passed: bool) -> N
     assert grade(BIRTHDAY, answer).passed is passed
 
 
-def test_an_iso_month_alone_is_read_as_the_month() -> None:
-    assert dates_spelled_out("since 2024-10, and 2024-06-21") == "since October 2024, and 21 June 2024"
+def test_only_a_calendar_day_is_spelled_out() -> None:
+    assert dates_spelled_out("since 2024-06-21, not 2024-02-31") == "since 21 June 2024, not 2024-02-31"
+    assert dates_spelled_out("the 2011-12 season at 2024-10-07T10:00") == "the 2011-12 season at 2024-10-07T10:00"
 
 
 def test_case_and_accents_are_folded_both_ways() -> None:
