@@ -5,7 +5,7 @@ The whole state with the whole history, the turns behind the closest facts and t
 a small model read badly: it answered from the wrong line, or copied one, where naive RAG's eight sentences alone
 answered (Qwen2.5-Coder-1.5B, the 84 everyday questions of run 1's memories answered again:
 bench/results/answer-prompt.md, *The answer reads the closest facts and the user's closest sentences*). So an answer
-reads what retrieval finds for the question, as naive RAG does, plus what only the memory knows: the facts it
+reads the closest of each, with no floor, as naive RAG does, plus what only the memory knows: the facts it
 extracted, and which of the user's sentences stopped being true and what replaced them. ``context()`` keeps the
 whole state for an agent's own prompt.
 """
@@ -27,8 +27,10 @@ FACTS_HEADING = "What is true about the user now:"
 class AnswerSettings:
     # The current facts closest to the question that an answer reads (0: none), most recent first.
     facts: int = 5
-    # Below this cosine a fact has nothing to do with the question (as for the premise guard).
-    min_similarity: float = 0.2
+    # A fact below this cosine is left out. None by default, as for the sentences: a short question is far from
+    # every fact, the one that answers it included ("Rainy-day ideas for where I live?" and "Lives in Portland":
+    # 0.17), and a floor of 0.2 cost 6 of 84 answers (bench/results/answer-prompt.md).
+    min_similarity: float = 0.0
     # The user's sentences closest to the question, found by their own vectors (0: none), oldest first.
     sentences: int = 8
 
