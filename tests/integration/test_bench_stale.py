@@ -41,7 +41,8 @@ from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.domain.models import FactStatus
 from lastknown_graph.embedders import APIEmbedder
 from lastknown_graph.llm import LLM
-from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
+from lastknown_graph.pipeline.answer_context import FACTS_HEADING
+from lastknown_graph.pipeline.user_words import SAID_HEADING
 from lastknown_graph.store import EmbeddedStore
 from lastknown_graph.testing.scripted_server import Reply, Rule, ScriptedLLMServer
 from tests.builders import SessionBuilder, new_user, vec
@@ -111,7 +112,7 @@ def test_quick_run_scores_the_oracle_high_and_writes_the_report(tmp_path: Path) 
         assert change.retired and change.stage == "judged" and change.still_true_probability is None
         assert change.reason == next(s.explanation for s in SCENARIOS if s.uid == result.uid)
         context = result.probes["keeps_new"].context  # what the answer was told, kept for reading failures
-        assert context is not None and context.startswith(NOW_HEADING) and PAST_HEADING in context
+        assert context is not None and context.startswith(FACTS_HEADING) and SAID_HEADING in context
     for system in ("full-history", "naive-rag"):
         assert all(r.linkage is None and r.usage["ingest"] == {} for r in results(out, system).values())
         assert all(p.context is None for r in results(out, system).values() for p in r.probes.values())
