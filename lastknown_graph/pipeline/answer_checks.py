@@ -36,7 +36,7 @@ from typing import Final
 
 from lastknown_graph.domain.calendar_words import MONTHS
 from lastknown_graph.pipeline.answer_context import FACTS_HEADING
-from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
+from lastknown_graph.pipeline.context import PAST_HEADING
 from lastknown_graph.pipeline.grounding import content_stems
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.pipeline.user_words import SAID_HEADING
@@ -50,14 +50,13 @@ _YES_OR_NO: Final = frozenset({"yes", "no"})
 # The verbs whose third person is not the first or second plus an s, as normalised() leaves them ("I'm" -> "i m").
 _FIRST_PERSON: Final = {"am": "is", "m": "is", "are": "is", "re": "is", "have": "has", "ve": "has", "was": "was",
                          "were": "was"}
-# A fact's line: "- [date] Text" now, "- Text (from date) -> since date: Text" in the past; a quoted line opens '"'.
+# A fact's line: "- [date] Text"; a line of the user's quoted words opens '"' after its date.
 _FACT_LINE: Final = re.compile(r'-\s+(?:\[\d{4}-\d{2}-\d{2}\]\s+)?(?!["\u201c])(.+)')
-_REPLACED_BY: Final = re.compile(r"-> since \d{4}-\d{2}-\d{2}: (.+?)(?= -> |$)")
 # A question asking for a value, not for a yes or a no.
 _ASKS_FOR_A_VALUE: Final = re.compile(r"\s*(?:what|which|who|whom|whose|where|when)\b", re.IGNORECASE)
 _DATE: Final = re.compile(r"\b\d{4}-(\d{2})-\d{2}\b")
 _HEADINGS: Final = tuple(normalised(heading.split("(")[0])
-                         for heading in (NOW_HEADING, PAST_HEADING, FACTS_HEADING, SAID_HEADING))
+                         for heading in (FACTS_HEADING, PAST_HEADING, SAID_HEADING))
 
 
 def copies_the_context(answer: str, context: str) -> bool:
@@ -93,7 +92,7 @@ def quote_backs(quote: str, context: str) -> bool:
         return True
     as_fact = _third_person(words)
     return as_fact is not None and any(f"{normalised(text)} ".startswith(f"{as_fact} ")
-                                       for line in listed for text in _fact_texts(line))
+                                       for line in listed if (text := _fact_text(line)) is not None)
 
 
 def adds_nothing_the_memory_holds(question: str, answer: str, context: str) -> bool:
@@ -141,13 +140,10 @@ def _third_person(words: list[str]) -> str | None:
     return " ".join([verb, *rest])
 
 
-def _fact_texts(line: str) -> list[str]:
-    """The facts' texts in a line of the current or the past section: its own and what replaced it; none in a line
-    of the user's quoted words."""
+def _fact_text(line: str) -> str | None:
+    """The fact's text of a fact's line; None for a line of the user's quoted words."""
     match = _FACT_LINE.match(line)
-    if match is None:
-        return []
-    return [match.group(1), *_REPLACED_BY.findall(line)]
+    return None if match is None else match.group(1)
 
 
 def _listed(context: str) -> list[str]:
