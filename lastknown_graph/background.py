@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lastknown_graph.domain.dream import DreamPlan
 from lastknown_graph.domain.reports import ForgetReport, JobState, JobStatus, UserDeletion, WriteReport
+from lastknown_graph.domain.validation import count_argument
 from lastknown_graph.durable_files import fsync_directory
 from lastknown_graph.errors import (
     InvalidInputError,
@@ -310,8 +311,7 @@ class BackgroundWriter:
         if not isinstance(memory, Memory) and not callable(memory):
             raise InvalidInputError(f"BackgroundWriter takes a Memory or a function from a user id to a Memory, "
                                     f"got {type(memory).__name__}")
-        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
-            raise InvalidInputError(f"max_pending must be a positive integer, got {max_pending!r}")
+        count_argument("max_pending", max_pending, minimum=1)
         if on_failure is not None and not callable(on_failure):
             raise InvalidInputError(f"on_failure must be a function of a WriteFailure, got {type(on_failure).__name__}")
         if spool_dir is not None and not isinstance(spool_dir, str | os.PathLike):

@@ -24,7 +24,7 @@ from lastknown_graph.domain.models import (
 )
 from lastknown_graph.domain.reports import Answer, ComparedAnswer, Comparison, UsageCounts, UsageReport, WriteReport
 from lastknown_graph.domain.review import DEFAULT_REVIEW_BAND
-from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, MAX_FACT_CHARS, check_text
+from lastknown_graph.domain.validation import MAX_CONVERSATION_CHARS, MAX_FACT_CHARS, check_text, count_argument
 from lastknown_graph.domain.volatility import VolatilityPriors
 from lastknown_graph.embedders import Embedder
 from lastknown_graph.errors import InvalidInputError, SessionConflictError, StaleStateError, UnknownUserError
@@ -147,9 +147,7 @@ class Memory(MemoryReader):
         """``attributes``: what a fact can be about and the rules of each (``domain/attributes.py``; extend the
         default with ``AttributeTable().with_attributes(...)``). ``max_conversation_chars`` bounds one ``write()``'s
         user turns together (each turn is bounded anyway); ``review_band`` is ``review()``'s default band."""
-        limit = max_conversation_chars
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInputError(f"max_conversation_chars must be a positive integer, got {limit!r}")
+        count_argument("max_conversation_chars", max_conversation_chars, minimum=1)
         if attributes is not None and not isinstance(attributes, AttributeTable):
             raise InvalidInputError(f"attributes must be an AttributeTable, got {type(attributes).__name__}")
         user = user_argument(user)  # before a default store is opened for it
@@ -366,8 +364,7 @@ class Memory(MemoryReader):
         """
         with tracing.span(tracing.ASK, {tracing.USER: tracing.pseudonym(self.user)}) as current:
             question = text_argument(question)
-            if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-                raise InvalidInputError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+            count_argument("max_tokens", max_tokens, minimum=1)
             if not isinstance(grounded, bool):
                 raise InvalidInputError(f"grounded must be True or False, got {grounded!r}")
             meter = UsageMeter()
@@ -407,8 +404,7 @@ class Memory(MemoryReader):
         their own data. Forgotten (redacted) messages are in neither. The memory's side is not grounded: neither
         side gets a check the other does not."""
         question = text_argument(question)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+        count_argument("k", k, minimum=1)
         started = time.perf_counter()
         remembered = self.ask(question, max_tokens=max_tokens)
         memory_seconds = time.perf_counter() - started

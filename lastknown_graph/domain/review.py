@@ -7,13 +7,12 @@ band is a parameter of the read, not of the write.
 
 from __future__ import annotations
 
-import math
 from typing import Final
 
 from lastknown_graph.domain.models import UNASSIGNED_DOMAIN, ReviewReason
 from lastknown_graph.domain.stages import Stage
+from lastknown_graph.domain.validation import number_argument
 from lastknown_graph.domain.volatility import RESIST_MAX_VOLATILITY, UNKNOWN_DOMAIN_VOLATILITY, VolatilityPriors
-from lastknown_graph.errors import InvalidInputError
 
 # How close stage 1's P(still true) may be to its bar for a retirement to be doubtful: 0.1 lists the pairs stage 1
 # flagged by less than a tenth (bars are 0.60 to 0.95), a few per hundred retirements in bench/results' STALE runs.
@@ -30,9 +29,7 @@ STABLE_MAX_VOLATILITY: Final = RESIST_MAX_VOLATILITY
 
 def band_argument(band: object) -> float:
     """A band from a caller: a number in [0, 1] (0 lists only retirements exactly at the bar)."""
-    if isinstance(band, bool) or not isinstance(band, int | float) or not math.isfinite(band) or not 0 <= band <= 1:
-        raise InvalidInputError(f"band must be a number in [0, 1], got {band!r}")
-    return float(band)
+    return number_argument("band", band)
 
 
 def stable_domains(priors: VolatilityPriors) -> frozenset[str]:

@@ -1,4 +1,5 @@
-"""Checks shared by the models and the public functions: identifiers, text and dates from users.
+"""Checks shared by the models and the public functions: identifiers, text and dates from users, and the counts and
+numbers of settings.
 
 Identifiers are only ever passed to queries as parameters, so quotes or Cypher in
 them are harmless; the checks exist so that nothing invisible or unbounded is stored.
@@ -6,9 +7,11 @@ them are harmless; the checks exist so that nothing invisible or unbounded is st
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from datetime import UTC, date, datetime
+from typing import Literal
 
 from lastknown_graph.errors import InvalidInputError
 
@@ -161,3 +164,19 @@ def moment_argument(value: object, what: str = "known_at") -> datetime:
         return utc_moment(value)
     except ValueError as exc:
         raise InvalidInputError(f"{what} {exc}") from exc
+
+
+def count_argument(name: str, value: object, *, minimum: Literal[0, 1] = 0) -> int:
+    """A count from a caller or a setting: an integer (a bool is not one) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "non-negative" if minimum == 0 else "positive"
+        raise InvalidInputError(f"{name} must be a {kind} integer, got {value!r}")
+    return value
+
+
+def number_argument(name: str, value: object, *, low: float = 0.0, high: float = 1.0) -> float:
+    """A number from a caller or a setting within [``low``, ``high``] (a bool, NaN or infinity is not one)."""
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or not low <= value <= high):
+        raise InvalidInputError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
+    return float(value)

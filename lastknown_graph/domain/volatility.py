@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from lastknown_graph.domain.validation import number_argument
+
 DEFAULT_PRIORS: Mapping[str, float] = MappingProxyType({
     "personality_trait": 0.05,
     "core_preference": 0.08,
@@ -63,9 +65,7 @@ class VolatilityPriors:
         for name, value in self.table.items():
             if not is_domain_name(name):
                 raise ValueError(f"domain names are snake_case, up to 40 characters: {name!r}")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise ValueError(f"volatility of {name!r} must be a number in [0, 1], got {value!r}")
-            checked[name] = float(value)
+            checked[name] = number_argument(f"volatility of {name!r}", value)
         if not checked:
             raise ValueError("a priors table needs at least one domain")
         object.__setattr__(self, "table", MappingProxyType(checked))

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lastknown_graph.domain.models import HistoryEntry
+from lastknown_graph.domain.validation import count_argument, number_argument
 from lastknown_graph.pipeline.context import NOTHING_KNOWN, fact_line
 from lastknown_graph.pipeline.user_words import closest_sentences, ended_notes, render_sentences
 from lastknown_graph.store import Store
@@ -27,7 +28,7 @@ FACTS_HEADING = "What is true about the user now:"
 class AnswerSettings:
     # The current facts closest to the question that an answer reads (0: none), most recent first.
     facts: int = 5
-    # A fact below this cosine is left out. None by default, as for the sentences: a short question is far from
+    # A fact below this cosine is left out. No floor by default, as for the sentences: a short question is far from
     # every fact, the one that answers it included ("Rainy-day ideas for where I live?" and "Lives in Portland":
     # 0.17), and a floor of 0.2 cost 6 of 84 answers (bench/results/answer-prompt.md).
     min_similarity: float = 0.0
@@ -35,12 +36,9 @@ class AnswerSettings:
     sentences: int = 8
 
     def __post_init__(self) -> None:
-        for name in ("facts", "sentences"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-        if not 0.0 <= self.min_similarity <= 1.0:
-            raise ValueError(f"min_similarity must be within [0, 1], got {self.min_similarity!r}")
+        count_argument("facts", self.facts)
+        count_argument("sentences", self.sentences)
+        number_argument("min_similarity", self.min_similarity)
 
 
 def answer_context(*, store: Store, user_id: str, embedding: Sequence[float], history: Sequence[HistoryEntry],

@@ -45,6 +45,7 @@ from enum import StrEnum
 
 from lastknown_graph.domain.attributes import Attribute, AttributeTable
 from lastknown_graph.domain.models import Fact, FactKind
+from lastknown_graph.domain.validation import count_argument, number_argument
 from lastknown_graph.llm import ChatModel, UsageMeter
 from lastknown_graph.pipeline.text_checks import normalised, printable
 from lastknown_graph.pipeline.value_rules import ValueRelation, value_relation
@@ -70,14 +71,9 @@ class ConflictSettings:
     label_within: int = 6
 
     def __post_init__(self) -> None:
-        count, share = self.max_retirements_per_session, self.max_retired_share
-        within = self.label_within
-        if isinstance(within, bool) or not isinstance(within, int) or within < 0:
-            raise ValueError(f"label_within must be a non-negative integer, got {within!r}")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(f"max_retirements_per_session must be a non-negative integer, got {count!r}")
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
-            raise ValueError(f"max_retired_share must be a number in [0, 1], got {share!r}")
+        count_argument("label_within", self.label_within)
+        count_argument("max_retirements_per_session", self.max_retirements_per_session)
+        number_argument("max_retired_share", self.max_retired_share)
 
 
 class Route(StrEnum):

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from lastknown_graph.domain.models import Role, UserExport
 from lastknown_graph.domain.sentences import sentences
+from lastknown_graph.domain.validation import count_argument
 
 DEFAULT_K = 8  # the public comparisons of memory layers with naive RAG retrieve the 8 closest sentences
 
@@ -60,8 +61,7 @@ def cosines(vectors: Sequence[Sequence[float]], query: Sequence[float]) -> npt.N
 def closest(vectors: Sequence[Sequence[float]], query: Sequence[float], k: int) -> list[int]:
     """The positions of the ``k`` vectors closest to ``query`` by cosine, back in their original order (as a user
     would paste them); ties keep the earlier one."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    count_argument("k", k, minimum=1)
     if not vectors:
         return []
     return sorted(int(i) for i in np.argsort(-cosines(vectors, query), kind="stable")[:k])

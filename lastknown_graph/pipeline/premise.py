@@ -9,11 +9,13 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from lastknown_graph import tracing
 from lastknown_graph.domain.models import Fact, FactStatus, HistoryEntry, ScoredFact
+from lastknown_graph.domain.validation import count_argument, number_argument
 from lastknown_graph.embedders import Embedder
+from lastknown_graph.errors import InvalidInputError
 from lastknown_graph.llm import ChatModel, LLMOutputError, UsageMeter, concurrency_of
 from lastknown_graph.pipeline.fan_out import in_order, in_parts
 from lastknown_graph.prompts.numbered_answers import answer_token_budget
@@ -26,6 +28,9 @@ from lastknown_graph.prompts.premise import (
 from lastknown_graph.store import Store
 
 logger = logging.getLogger(__name__)
+
+
+PremiseChecks = Literal["per_fact", "listed", "one_call", "similarity"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ class PremiseSettings:
     # (bench/results/write-cost-premise-similarity.md). The model's checks are for a model that judges better than
     # a 1.5B one, not measured here; "one_call" is list-shaped like the write's screen, which that model answered
     # with empty lists only (bench/results/screen-recall.md).
-    checks: Literal["per_fact", "listed", "one_call", "similarity"] = "similarity"
+    checks: PremiseChecks = "similarity"
     # P("the message assumes it") at or above which the model's checks note a fact.
     assumes_at_least: float = 0.5
     list_size: int = 3
@@ -57,15 +62,14 @@ class PremiseSettings:
     successor_margin: float = 0.0
 
     def __post_init__(self) -> None:
-        size = self.list_size
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"list_size must be a positive integer, got {size!r}")
-        bar = self.notes_at_similarity
-        if isinstance(bar, bool) or not isinstance(bar, int | float) or not -1.0 <= bar <= 1.0:
-            raise ValueError(f"notes_at_similarity must be a cosine between -1 and 1, got {bar!r}")
-        margin = self.successor_margin
-        if isinstance(margin, bool) or not isinstance(margin, int | float) or not -2.0 <= margin <= 2.0:
-            raise ValueError(f"successor_margin must be a difference of cosines (-2 to 2), got {margin!r}")
+        count_argument("candidate_k", self.candidate_k, minimum=1)  # the store's search takes at least one
+        number_argument("min_similarity", self.min_similarity, low=-1.0)  # a cosine
+        if self.checks not in get_args(PremiseChecks):
+            raise InvalidInputError(f"checks must be one of {', '.join(get_args(PremiseChecks))}, got {self.checks!r}")
+        number_argument("assumes_at_least", self.assumes_at_least)  # a probability
+        count_argument("list_size", self.list_size, minimum=1)
+        number_argument("notes_at_similarity", self.notes_at_similarity, low=-1.0)  # a cosine
+        number_argument("successor_margin", self.successor_margin, low=-2.0, high=2.0)  # a difference of cosines
 
 
 def premise_notes(

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from lastknown_graph.domain.models import HistoryEntry
+from lastknown_graph.domain.validation import count_argument
 
 DEFAULT_CACHED_USERS = 64
 
@@ -24,9 +25,7 @@ class HistoryCache:
     """At most ``max_users`` users' histories, least recently used dropped first; thread-safe."""
 
     def __init__(self, max_users: int = DEFAULT_CACHED_USERS) -> None:
-        if isinstance(max_users, bool) or not isinstance(max_users, int) or max_users < 0:
-            raise ValueError(f"max_users must be a non-negative integer, got {max_users!r}")
-        self._max_users = max_users
+        self._max_users = count_argument("max_users", max_users)
         self._histories: OrderedDict[str, tuple[str, tuple[HistoryEntry, ...]]] = OrderedDict()
         self._lock = threading.Lock()
 

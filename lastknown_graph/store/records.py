@@ -28,6 +28,7 @@ from lastknown_graph.domain.models import (
     TimelineEventKind,
     UserExport,
 )
+from lastknown_graph.domain.validation import count_argument
 from lastknown_graph.errors import InvalidInputError
 
 FACT_FIELDS = (
@@ -145,9 +146,7 @@ def in_timeline_order(events: Iterable[TimelineEvent]) -> list[TimelineEvent]:
 
 
 def check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInputError(f"k must be a positive integer, got {k!r}")
-    return k
+    return count_argument("k", k, minimum=1)
 
 
 def check_query_embedding(embedding: Sequence[float], dimension: int | None) -> list[float]:
