@@ -168,7 +168,8 @@ class MemoryReader:
         attribute, moments of past days expire. ``undo(plan.session_id)`` reverts it exactly, and undoing a session
         it built on takes it along. ``day`` (default: the latest day a current fact was stated, the memory's own
         "now") dates the dream; it may not be before a fact it changes. ``dry_run``: the plan, nothing changed.
-        With nothing to change, nothing is written and ``session_id`` is None.
+        The proposals it rejected are recorded with the session, on the facts they named (the timeline shows them
+        struck through). With nothing to change, nothing is written and ``session_id`` is None.
         """
         if not isinstance(dry_run, bool):
             raise InvalidInputError(f"dry_run must be True or False, got {dry_run!r}")

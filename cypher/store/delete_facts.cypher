@@ -3,13 +3,20 @@
 //          entries), and remove the text of the messages they came from, and the vectors of its sentences. Facts they superseded stay retired.
 //          Reasons of retirements (rejected ones too) and disputes decided in a session whose messages were redacted may quote those
 //          messages, so they are replaced by $redacted_reason. A session whose messages were redacted loses its
-//          digest: a hash of forgotten words would confirm a guess of them.
+//          digest: a hash of forgotten words would confirm a guess of them. A dream's refusal whose reason quotes a
+//          forgotten fact (the fact it would have ended, say) loses its reason the same way.
 // parameters: $user_id (string), $fact_ids (list of strings), $redacted_reason (string)
 // example: :param user_id => "alice"; :param fact_ids => ["f-1"]
 MATCH (f:Fact)
 WHERE f.user_id = $user_id AND f.id IN $fact_ids
 OPTIONAL MATCH (f)-[:FROM]->(m:Message)
 WITH collect(DISTINCT f) AS facts, collect(DISTINCT m) AS messages
+CALL (facts) {
+  WITH [f IN facts | f.text] AS texts
+  MATCH (:Fact {user_id: $user_id})-[q:REFUSED_IN]->(:Session)
+  WHERE any(text IN texts WHERE q.reason CONTAINS text)
+  SET q.reason = $redacted_reason
+}
 FOREACH (m IN messages | SET m.text = null, m.redacted = true, m.sentence_vectors_f32 = null)
 WITH facts, [f IN facts | f.id] AS deleted, [m IN messages | m.id] AS redacted,
      [m IN messages | m.session_id] AS sessions

@@ -1,7 +1,8 @@
 // name: export_facts
 // purpose: a user's facts with embeddings, provenance, confirmations, replacements and the changes dreams recorded
 //          on them, for export. A retirement the user rejected on review (SUPERSEDES_REJECTED) is exported as a
-//          retirement with review 'rejected'.
+//          retirement with review 'rejected'. A dream's refusal (REFUSED_IN) is exported with its proposal's kind and
+//          the fact it would have kept.
 // parameters: $user_id (string)
 // example: :param user_id => "alice"
 MATCH (f:Fact {user_id: $user_id})
@@ -16,7 +17,9 @@ RETURN f {.id, .text, .topic, .domain, .inferred, .kind, .status, .valid_from, .
           overtaken: coalesce(r.overtaken, false), recorded_at: r.recorded_at,
           still_true_probability: r.still_true_probability, flag_bar: r.flag_bar, review: r.review,
           reviewed_at: r.reviewed_at}] AS replacements,
-       [(f)-[d:EXPIRED_IN|CLASSIFIED_IN]->(s:Session) |
-         {change: CASE type(d) WHEN 'EXPIRED_IN' THEN 'expired' ELSE 'classified' END, session_id: s.id,
-          at: d.at, reason: d.reason, from_topic: d.from_topic, to_topic: d.to_topic}] AS dream_changes
+       [(f)-[d:EXPIRED_IN|CLASSIFIED_IN|REFUSED_IN]->(s:Session) |
+         {change: CASE type(d) WHEN 'EXPIRED_IN' THEN 'expired' WHEN 'CLASSIFIED_IN' THEN 'classified'
+                  ELSE 'refused' END, session_id: s.id,
+          at: d.at, reason: d.reason, from_topic: d.from_topic, to_topic: d.to_topic, proposal: d.proposal,
+          keep_fact_id: d.keep_fact_id}] AS dream_changes
 ORDER BY f.id

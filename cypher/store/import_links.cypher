@@ -1,12 +1,14 @@
 // name: import_links
 // purpose: recreate CONFIRMED_IN, SUPERSEDES, EXPIRES and CONTRADICTS edges of a user from an export, and the
-//          changes dreams recorded on facts (EXPIRED_IN, CLASSIFIED_IN, as write_dream_changes.cypher writes them).
+//          changes dreams recorded on facts (EXPIRED_IN, CLASSIFIED_IN, REFUSED_IN, as write_dream_changes.cypher
+//          writes them).
 // parameters: $user_id (string), $confirmations (list of {fact_id, session_id, at}),
 //             $replacements (list of {relation, new_fact_id, old_fact_id, session_id, at, stage, reason,
 //             overtaken, recorded_at, still_true_probability, flag_bar, review, reviewed_at}); a null (an export
 //             from before links recorded it, a link never reviewed) leaves the property out. A retirement with
 //             review 'rejected' is recreated as SUPERSEDES_REJECTED, as review_reject.cypher leaves it;
-//             $dream_changes (list of {change, fact_id, session_id, at, reason, from_topic, to_topic}).
+//             $dream_changes (list of {change, fact_id, session_id, at, reason, from_topic, to_topic, proposal,
+//             keep_fact_id}).
 // example: see tests/contract/test_store_contract.py (export/import round trip)
 CALL {
   UNWIND $confirmations AS c
@@ -57,5 +59,12 @@ CALL {
   MATCH (f:Fact {id: d.fact_id, user_id: $user_id})
   MATCH (s:Session {user_id: $user_id, id: d.session_id})
   CREATE (f)-[:CLASSIFIED_IN {at: d.at, reason: d.reason, from_topic: d.from_topic, to_topic: d.to_topic}]->(s)
+}
+CALL {
+  UNWIND [d IN $dream_changes WHERE d.change = 'refused'] AS d
+  MATCH (f:Fact {id: d.fact_id, user_id: $user_id})
+  MATCH (s:Session {user_id: $user_id, id: d.session_id})
+  CREATE (f)-[:REFUSED_IN {at: d.at, reason: d.reason, proposal: d.proposal, keep_fact_id: d.keep_fact_id,
+                           to_topic: d.to_topic}]->(s)
 }
 RETURN true AS done

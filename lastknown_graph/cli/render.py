@@ -16,6 +16,7 @@ from lastknown_graph.domain.models import (
     ReviewReason,
     ScoredFact,
     TimelineEvent,
+    TimelineEventKind,
     UndoDependency,
     UndoneFact,
     UndoReport,
@@ -63,6 +64,11 @@ def timeline_text(events: Sequence[TimelineEvent]) -> str:
         return "(no events)"
     lines: list[str] = []
     for event in events:
+        if event.kind is TimelineEventKind.REFUSED:  # struck through, as markdown does: the fact did not change
+            kept = f"  <- ~~{event.cause_fact_text}~~" if event.cause_fact_text else ""
+            lines.append(f"{event.at.isoformat()}  {event.kind!s:<9}  {event.session_id}  ~~{event.fact_text}~~{kept}"
+                         f"  (a {event.stage or 'proposal'} the validator refused: {event.reason})")
+            continue
         line = f"{event.at.isoformat()}  {event.kind!s:<9}  {event.session_id}  {event.fact_text}"
         if event.cause_fact_text:
             line += f"  <- {event.cause_fact_text}"

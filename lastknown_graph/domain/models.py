@@ -345,10 +345,13 @@ class SessionWrite(Frozen):
 
 
 class DreamChange(StrEnum):
-    """What a dream records on a fact it changes without another fact: (fact)-[:EXPIRED_IN|CLASSIFIED_IN]->(dream)."""
+    """What a dream records on a fact without another fact: (fact)-[:EXPIRED_IN|CLASSIFIED_IN|REFUSED_IN]->(dream)."""
 
     EXPIRED = "expired"  # a moment long past that nothing expired
     CLASSIFIED = "classified"  # a topic from before the attributes, given the attribute it meant
+    # A proposal the validator refused, kept on the fact it would have changed so that the dream's diff shows it with
+    # its reason; the fact is as it was.
+    REFUSED = "refused"
 
 
 class DreamExpiry(Frozen):
@@ -360,6 +363,18 @@ class Classification(Frozen):
     fact_id: NodeId
     from_topic: Label
     to_topic: Label
+    reason: Text = Field(max_length=2000)
+
+
+class Refusal(Frozen):
+    """A dream's proposal its validator refused, recorded on a fact it would have changed: the proposal's kind, the
+    fact it would have kept (merge, resolve), the attribute it would have given (classify) and the validator's
+    reason. A record only: the fact does not change."""
+
+    fact_id: NodeId
+    proposal: Label
+    keep_fact_id: NodeId | None = None
+    to_topic: Label | None = None
     reason: Text = Field(max_length=2000)
 
 
@@ -379,6 +394,8 @@ class DreamWrite(Frozen):
     merges: tuple[Expiry, ...] = ()
     expiries: tuple[DreamExpiry, ...] = ()
     classifications: tuple[Classification, ...] = ()
+    # Recorded with the changes only: a dream that refused everything changes nothing and writes no session.
+    refusals: tuple[Refusal, ...] = ()
     based_on_revision: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
@@ -389,6 +406,7 @@ class DreamWrite(Frozen):
             raise ValueError("a dream write changes at least one fact")
         _require_unique("fact ended twice", self.ended_fact_ids)
         _require_unique("fact classified twice", [c.fact_id for c in self.classifications])
+        _require_unique("refusal recorded twice on a fact", [r.fact_id for r in self.refusals])
         # A merge's kept fact may itself be resolved away (its copies went into it first); a resolution's may not.
         staying = {r.new_fact_id for r in self.retirements}
         ended = [fact_id for fact_id in self.ended_fact_ids if fact_id in staying]
@@ -599,6 +617,9 @@ class TimelineEventKind(StrEnum):
     # event keeps the retirement's date, session, cause and reason; ``reviewed_at`` says when it was rejected).
     RETIREMENT_REJECTED = "retirement_rejected"
     CLASSIFIED = "classified"  # a dream gave the fact the attribute its old topic meant (``reason`` says which)
+    # A dream's proposal about the fact that its validator refused; the fact did not change. ``stage`` is the
+    # proposal's kind, the cause the fact it would have kept, ``reason`` the validator's.
+    REFUSED = "refused"
 
 
 class TimelineEvent(Frozen):
@@ -813,8 +834,9 @@ class ExportedFact(Frozen):
 
 
 class ExportedDreamChange(Frozen):
-    """A change a dream recorded on a fact (``DreamChange``): an expiry with no replacing fact, or a classification
-    with the topic before and after."""
+    """What a dream recorded on a fact (``DreamChange``): an expiry with no replacing fact, a classification with
+    the topic before and after, or a refused proposal with its kind, the fact it would have kept and the attribute
+    it would have given (``Refusal``)."""
 
     change: DreamChange
     fact_id: NodeId
@@ -823,12 +845,19 @@ class ExportedDreamChange(Frozen):
     reason: Text
     from_topic: Label | None = None
     to_topic: Label | None = None
+    proposal: Label | None = None  # a refusal's
+    keep_fact_id: NodeId | None = None  # a refusal's, when it would have kept a fact (it may be forgotten since)
 
     @model_validator(mode="after")
-    def _topics_of_a_classification(self) -> Self:
+    def _fields_of_its_change(self) -> Self:
         classified = self.change is DreamChange.CLASSIFIED
-        if classified != (self.from_topic is not None) or classified != (self.to_topic is not None):
+        if classified != (self.from_topic is not None):
+            raise ValueError("a classification has the topic before, no other change has")
+        if self.change is not DreamChange.REFUSED and classified != (self.to_topic is not None):
             raise ValueError("a classification has both topics, an expiry neither")
+        refused = self.change is DreamChange.REFUSED
+        if refused != (self.proposal is not None) or (self.keep_fact_id is not None and not refused):
+            raise ValueError("a refusal names its proposal, and only a refusal names a fact it would have kept")
         return self
 
 

@@ -114,7 +114,8 @@ class TimelineResult(BaseModel):
     user: str
     events: list[TimelineEvent] = Field(description="Adds, confirmations, retirements (with cause and review) and "
                                                     "expiries, in date order; retirement_rejected: a retirement the "
-                                                    "user rejected on review, so the fact is still true.")
+                                                    "user rejected on review, so the fact is still true; refused: "
+                                                    "a dream's proposal its validator refused, the fact unchanged.")
 
 
 class AsOfResult(BaseModel):

@@ -49,11 +49,13 @@ from lastknown_graph.domain.models import (
     Fact,
     FactKind,
     FactStatus,
+    Refusal,
     Retirement,
     SessionKind,
     SessionRecord,
 )
 from lastknown_graph.domain.stages import Stage
+from lastknown_graph.domain.validation import check_text
 from lastknown_graph.pipeline.grounding import about_someone_named, opening_name
 from lastknown_graph.pipeline.value_rules import (
     NUMBER_WORDS,
@@ -351,16 +353,38 @@ def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], facts: Se
 # ---------------------------------------------------------------------------------------------- applying a plan
 
 
+def _recordable_topic(topic: str | None) -> bool:
+    """A model's attribute name that a refusal can keep as given (the reason quotes any other)."""
+    if topic is None or not topic.strip() or len(topic) > 100:
+        return False
+    try:
+        check_text(topic)
+    except ValueError:
+        return False
+    return True
+
+
 def dream_write(
     plan: DreamPlan, facts: Sequence[Fact], *, session_id: str, day: date, recorded_at: datetime, revision: int,
 ) -> DreamWrite | None:
     """The write that applies every decision of ``plan`` not rejected (a review one too: the queue holds it), as the
-    session ``session_id``; None when nothing is to change. ``facts``: the current facts the plan was made from."""
+    session ``session_id``, with the rejected ones recorded on the facts they named; None when nothing is to change.
+    ``facts``: the current facts the plan was made from."""
     by_id = {f.id: f for f in facts}
     classifications, retirements, merges, expiries = [], [], [], []
+    refusals: dict[str, Refusal] = {}
     for decision in plan.decisions:
         proposal = decision.proposal
         if decision.verdict is DreamVerdict.REJECT:
+            # The first refusal of a fact stands for the dream's others on it (a graph keeps one link per kind), and
+            # a fact the proposal made up is no fact to record it on.
+            keep = proposal.keep_fact_id if proposal.keep_fact_id in by_id else None
+            classify = proposal.kind is ProposalKind.CLASSIFY and _recordable_topic(proposal.topic)
+            topic = proposal.topic if classify else None
+            for fact_id in proposal.fact_ids:
+                if fact_id in by_id and fact_id not in refusals:
+                    refusals[fact_id] = Refusal(fact_id=fact_id, proposal=str(proposal.kind), keep_fact_id=keep,
+                                                to_topic=topic, reason=decision.reason)
             continue
         if proposal.kind is ProposalKind.CLASSIFY:
             assert proposal.topic is not None, "the validator applies only a classification naming its attribute"
@@ -383,5 +407,5 @@ def dream_write(
     return DreamWrite(
         user_id=plan.user_id, session=SessionRecord(id=session_id, date=day, kind=SessionKind.DREAM),
         recorded_at=recorded_at, retirements=tuple(retirements), merges=tuple(merges), expiries=tuple(expiries),
-        classifications=tuple(classifications), based_on_revision=revision,
+        classifications=tuple(classifications), refusals=tuple(refusals.values()), based_on_revision=revision,
     )

@@ -22,7 +22,7 @@ the page.
 
 A dream (docs/graph-model.md, "Dreams") draws as its changes do (a resolution is a retirement arrow, a merge an
 expiry arrow into the text kept), and a table lists each dream's changes fact by fact, classifications and expiries
-with no cause included.
+with no cause included, and the proposals its validator refused struck through with the reason.
 """
 
 from __future__ import annotations
@@ -724,22 +724,28 @@ def _dream_change(event: TimelineEvent) -> str | None:
 
 
 def _dream_table(events: Sequence[TimelineEvent]) -> str:
-    """Each dream's changes, fact by fact: what it merged (into which text), resolved, classified and expired."""
+    """Each dream's changes, fact by fact: what it merged (into which text), resolved, classified and expired; and
+    what its validator refused, struck through, with the reason."""
     rows = []
     for event in events:
-        change = _dream_change(event)
+        refused = event.kind is TimelineEventKind.REFUSED
+        change = f"refused {event.stage or 'proposal'}" if refused else _dream_change(event)
         if change is None:
             continue
-        kept = f"{_e(event.cause_fact_text)}" if event.cause_fact_text else ""
-        rows.append(f'<tr class="dream-change" data-session-id="{_e(event.session_id)}"><td class="when">'
+        fact, kept = _e(event.fact_text), _e(event.cause_fact_text or "")
+        if refused:  # nothing changed: the proposal is shown as a diff that was not applied
+            fact, kept = f"<s>{fact}</s>", f"<s>{kept}</s>" if kept else ""
+        row_class = "dream-refused" if refused else "dream-change"
+        rows.append(f'<tr class="{row_class}" data-session-id="{_e(event.session_id)}"><td class="when">'
                     f"{event.at.isoformat()}</td><td>{_e(event.session_id)}</td><td>{_e(change)}</td>"
-                    f"<td>{_e(event.fact_text)}</td><td>{kept}</td><td>{_e(event.reason or '')}</td></tr>")
+                    f"<td>{fact}</td><td>{kept}</td><td>{_e(event.reason or '')}</td></tr>")
     if not rows:
         return ""
     return (
         "<h2>Dreams</h2>"
         '<p class="note">Each dream consolidated the memory without writing a word: a copy merged into the text '
         "kept, a value resolved to the one stated later, a topic given its attribute, a moment long past expired. "
+        "A proposal its validator refused is struck through, with the reason: those facts did not change. "
         "Undoing the dream's session reverts it.</p>"
         '<table class="changes dreams"><thead><tr><th>date</th><th>dream</th><th>change</th><th>fact</th>'
         f"<th>kept instead</th><th>why</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"

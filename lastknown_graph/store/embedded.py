@@ -79,6 +79,7 @@ from lastknown_graph.store.graph_changes import GraphChanges
 from lastknown_graph.store.graph_codec import (
     DREAM_CHANGE_OF_EDGE,
     EDGE_OF_DREAM_CHANGE,
+    REFUSED_EDGE,
     REJECTED_EDGE,
     RELATION_OF_EDGE,
     SENTENCE_VECTORS,
@@ -217,17 +218,20 @@ def _add_replacement(
                      **{name: value for name, value in optional.items() if value is not None})
 
 
+_OPTIONAL_DREAM_FIELDS = ("from_topic", "to_topic", "proposal", "keep_fact_id")
+
+
 def _add_dream_change(changes: GraphChanges, user_id: str, change: ExportedDreamChange) -> None:
-    topics = {"from_topic": change.from_topic, "to_topic": change.to_topic} if change.from_topic else {}
+    optional = {name: getattr(change, name) for name in _OPTIONAL_DREAM_FIELDS if getattr(change, name) is not None}
     changes.add_edge(_fact_key(change.fact_id), _session_key(user_id, change.session_id),
-                     key=EDGE_OF_DREAM_CHANGE[change.change], at=change.at, reason=change.reason, **topics)
+                     key=EDGE_OF_DREAM_CHANGE[change.change], at=change.at, reason=change.reason, **optional)
 
 
 def _dream_changes(graph: nx.MultiDiGraph, fact_key: str) -> list[ExportedDreamChange]:
     fact_id = graph.nodes[fact_key]["id"]
     return [ExportedDreamChange(change=DREAM_CHANGE_OF_EDGE[t], fact_id=fact_id, session_id=graph.nodes[target]["id"],
-                                at=attrs["at"], reason=attrs["reason"], from_topic=attrs.get("from_topic"),
-                                to_topic=attrs.get("to_topic"))
+                                at=attrs["at"], reason=attrs["reason"],
+                                **{name: attrs.get(name) for name in _OPTIONAL_DREAM_FIELDS})
             for _, target, t, attrs in graph.out_edges(fact_key, keys=True, data=True) if t in DREAM_CHANGE_OF_EDGE]
 
 
@@ -303,7 +307,7 @@ def _undo_graph(graph: nx.MultiDiGraph, user_id: str) -> UserGraph:
                            "overtaken": attrs.get("overtaken", False)}
                           for _, target, t, attrs in out if t in RELATION_OF_EDGE],
                 "dream_changes": [{"change": c.change, "session_id": c.session_id, "from_topic": c.from_topic}
-                                  for c in _dream_changes(graph, key)],
+                                  for c in _dream_changes(graph, key) if c.change is not DreamChange.REFUSED],
             })
     return user_graph(sessions, facts)
 
@@ -598,6 +602,12 @@ class EmbeddedStore:
                 _add_dream_change(changes, user_id, ExportedDreamChange(
                     change=DreamChange.EXPIRED, fact_id=expiry.fact_id, session_id=session.id, at=session.date,
                     reason=expiry.reason))
+            for refusal in change.refusals:
+                if _fact_key(refusal.fact_id) in graph:  # forgotten since the plan: nothing to record it on
+                    _add_dream_change(changes, user_id, ExportedDreamChange(
+                        change=DreamChange.REFUSED, fact_id=refusal.fact_id, session_id=session.id, at=session.date,
+                        reason=refusal.reason, to_topic=refusal.to_topic, proposal=refusal.proposal,
+                        keep_fact_id=refusal.keep_fact_id))
         return WriteOutcome(applied=True, already_written=False)
 
     def rename_topics(self, renames: Mapping[str, str]) -> int:
@@ -640,6 +650,7 @@ class EmbeddedStore:
                         redacted.add(message["id"])
                         sessions.add(message["session_id"])
             deleted = sorted(graph.nodes[k]["id"] for k in keys)
+            forgotten_texts = [graph.nodes[k]["text"] for k in keys]
             graph.remove_nodes_from(keys)
             for session_id in sessions:  # a hash of forgotten words would confirm a guess of them
                 graph.nodes[_session_key(user_id, session_id)]["digest"] = None
@@ -647,6 +658,11 @@ class EmbeddedStore:
             for fact_key in self._user_fact_keys(graph, user_id):
                 for _, _, edge_type, attrs in graph.in_edges(fact_key, keys=True, data=True):
                     if edge_type in ("SUPERSEDES", "CONTRADICTS", REJECTED_EDGE) and attrs["session_id"] in sessions:
+                        attrs["reason"] = REDACTED_REASON
+            # A dream's refusal may quote any fact of the user (the one it would have ended, say) in its reason.
+            for fact_key in self._user_fact_keys(graph, user_id):
+                for _, _, edge_type, attrs in graph.out_edges(fact_key, keys=True, data=True):
+                    if edge_type == REFUSED_EDGE and any(text in attrs["reason"] for text in forgotten_texts):
                         attrs["reason"] = REDACTED_REASON
         return DeletionReport(deleted_fact_ids=tuple(deleted), redacted_message_ids=tuple(sorted(redacted)))
 
@@ -1071,7 +1087,9 @@ class EmbeddedStore:
                             session_id=graph.nodes[target]["id"], **base,
                         ))
                 for change in _dream_changes(graph, key):
-                    events.append(dream_change_event(change, base))
+                    kept = _fact_key(change.keep_fact_id) if change.keep_fact_id else None
+                    kept_text = graph.nodes[kept]["text"] if kept in graph else None
+                    events.append(dream_change_event(change, base, kept_text))
                 for newer, _, t, attrs in graph.in_edges(key, keys=True, data=True):
                     if t in _EVENT_OF_EDGE:
                         events.append(TimelineEvent(

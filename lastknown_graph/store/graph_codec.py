@@ -44,8 +44,11 @@ RELATION_OF_EDGE = {"SUPERSEDES": "supersedes", "EXPIRES": "expires", "CONTRADIC
 REJECTED_EDGE = "SUPERSEDES_REJECTED"
 # From the user to the trace of a session it undid.
 UNDID_EDGE = "UNDID"
-# From a fact to the dream that changed it with no other fact: expired it, or gave it an attribute.
-EDGE_OF_DREAM_CHANGE = {DreamChange.EXPIRED: "EXPIRED_IN", DreamChange.CLASSIFIED: "CLASSIFIED_IN"}
+# From a fact to the dream that changed it with no other fact (expired it, or gave it an attribute), or refused a
+# proposal about it.
+REFUSED_EDGE = "REFUSED_IN"
+EDGE_OF_DREAM_CHANGE = {DreamChange.EXPIRED: "EXPIRED_IN", DreamChange.CLASSIFIED: "CLASSIFIED_IN",
+                        DreamChange.REFUSED: REFUSED_EDGE}
 DREAM_CHANGE_OF_EDGE = {edge: change for change, edge in EDGE_OF_DREAM_CHANGE.items()}
 _EDGE_TYPES = frozenset({"HAD", "CONTAINS", "KNOWS", "FROM", "CONFIRMED_IN", REJECTED_EDGE, UNDID_EDGE,
                          *RELATION_OF_EDGE, *DREAM_CHANGE_OF_EDGE})

@@ -129,15 +129,20 @@ _EVENT_ORDER = {
     TimelineEventKind.RETIRED: 4,
     TimelineEventKind.RETIREMENT_REJECTED: 5,
     TimelineEventKind.CLASSIFIED: 6,
+    TimelineEventKind.REFUSED: 7,
 }
 _EVENT_OF_DREAM_CHANGE = {DreamChange.EXPIRED: TimelineEventKind.EXPIRED,
-                          DreamChange.CLASSIFIED: TimelineEventKind.CLASSIFIED}
+                          DreamChange.CLASSIFIED: TimelineEventKind.CLASSIFIED,
+                          DreamChange.REFUSED: TimelineEventKind.REFUSED}
 
 
-def dream_change_event(change: ExportedDreamChange, fact: Mapping[str, Any]) -> TimelineEvent:
-    """The timeline's event for a change a dream recorded on a fact (``fact``: its id, text, topic and inferred)."""
+def dream_change_event(change: ExportedDreamChange, fact: Mapping[str, Any],
+                       kept_text: str | None = None) -> TimelineEvent:
+    """The timeline's event for a change a dream recorded on a fact (``fact``: its id, text, topic and inferred;
+    ``kept_text``: a refusal's fact it would have kept, if still stored)."""
+    kept = {"cause_fact_id": change.keep_fact_id, "cause_fact_text": kept_text} if kept_text is not None else {}
     return TimelineEvent(at=change.at, kind=_EVENT_OF_DREAM_CHANGE[change.change], session_id=change.session_id,
-                         reason=change.reason, **fact)
+                         stage=change.proposal, reason=change.reason, **kept, **fact)
 
 
 def in_timeline_order(events: Iterable[TimelineEvent]) -> list[TimelineEvent]:

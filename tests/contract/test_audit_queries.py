@@ -28,7 +28,15 @@ import pytest
 
 from lastknown_graph import Memory, MemoryReader
 from lastknown_graph.domain.attributes import AttributeTable
-from lastknown_graph.domain.models import FactKind, ReviewVerdict
+from lastknown_graph.domain.models import (
+    DreamExpiry,
+    DreamWrite,
+    FactKind,
+    Refusal,
+    ReviewVerdict,
+    SessionKind,
+    SessionRecord,
+)
 from lastknown_graph.store import Neo4jStore
 from lastknown_graph.store.neo4j.cypher_library import CypherLibrary
 from lastknown_graph.store.records import REDACTED_REASON
@@ -739,11 +747,37 @@ def test_a_dream_is_listed_with_its_changes_and_passes_every_integrity_check(
 
     [dream] = run(driver, "audit_dream_sessions", user_id=user)
     assert (dream["session_id"], dream["date"], dream["merged"], dream["resolved"], dream["waiting_review"],
-            dream["expired"], dream["classified"]) == (plan.session_id, SEP, 1, 1, 0, 1, 1)
+            dream["expired"], dream["classified"], dream["refused"]) == (plan.session_id, SEP, 1, 1, 0, 1, 1, 0)
     changes = run(driver, "audit_session_changes", user_id=user, session_id=plan.session_id)
     assert [(r["change"], r["fact_id"], r["cause_fact_id"], r["stage"]) for r in changes] == [
         ("classified", lyon, None, None), ("retired", lyon, porto, "dream_resolved"),
         ("expired", train, None, None), ("expired", strict, vegan, "dream_merged")]
     assert run(driver, "audit_ended_without_cause", user_id=user) == []
+    for check in INTEGRITY:
+        assert run(driver, check, user_id=user) == [], check
+
+
+def test_a_dream_lists_what_its_validator_refused_last_with_the_fact_it_would_have_kept(
+    driver: neo4j.Driver, store: Neo4jStore
+) -> None:
+    user = new_user("audit-dream-refused")
+    first = SessionBuilder(user, "s-1", FEB)
+    train = first.fact("Is on the train right now", "current_activity", vec(3), kind=FactKind.MOMENT)
+    kiwi = first.fact("Kiwi learned to whistle", "other", vec(6))
+    parrot = first.fact("Has a parrot named Kiwi", "pet", vec(7))
+    store.apply(first.build())
+    store.apply(SessionBuilder(user, "s-2", SEP).build())
+    session = SessionRecord(id="dream-r", date=SEP, kind=SessionKind.DREAM)
+    store.apply_dream(DreamWrite(
+        user_id=user, session=session, recorded_at=datetime.now(UTC),
+        expiries=(DreamExpiry(fact_id=train, reason="a moment of a past day"),),
+        refusals=(Refusal(fact_id=kiwi, proposal="merge", keep_fact_id=parrot, reason="about a pet"),),
+        based_on_revision=store.user_revision(user)))
+
+    [dream] = run(driver, "audit_dream_sessions", user_id=user)
+    assert (dream["expired"], dream["refused"]) == (1, 1)
+    changes = run(driver, "audit_session_changes", user_id=user, session_id="dream-r")
+    assert [(r["change"], r["fact_id"], r["cause_fact_id"], r["stage"], r["reason"]) for r in changes] == [
+        ("expired", train, None, None, "a moment of a past day"), ("refused", kiwi, parrot, "merge", "about a pet")]
     for check in INTEGRITY:
         assert run(driver, check, user_id=user) == [], check

@@ -14,6 +14,7 @@ from lastknown_graph.domain.models import (
     DreamWrite,
     FactKind,
     FactStatus,
+    Refusal,
     ReviewReason,
     SessionKind,
     SessionRecord,
@@ -22,6 +23,7 @@ from lastknown_graph.domain.models import (
 )
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.errors import StaleStateError, UndoConflictError
+from lastknown_graph.store.records import REDACTED_REASON
 from tests.builders import SessionBuilder, new_user, vec
 
 
@@ -176,3 +178,43 @@ def test_a_dream_planned_from_another_revision_or_naming_an_ended_fact_changes_n
     assert not store.session_exists(user, "dream-x")
     after = store.export_user(user)
     assert (after.facts, after.replacements, after.dream_changes) == (before.facts, before.replacements, ())
+
+
+def test_a_dream_keeps_what_its_validator_refused_on_the_facts_named_and_loses_no_forgotten_word(store: Store) -> None:
+    user, ids = _legacy_memory(store)
+    before = store.export_user(user)
+    vegan_reason = "it would end 'Follows a strict vegan diet', said after it"
+    refusals = (Refusal(fact_id=ids["vegan"], proposal="merge", keep_fact_id=ids["strict"], reason=vegan_reason),
+                Refusal(fact_id=ids["porto"], proposal="classify", to_topic="dwelling", reason="no support"))
+    dream = DreamWrite(user_id=user, session=SessionRecord(id="dream-r", date=date(2024, 2, 1), kind=SessionKind.DREAM),
+                       recorded_at=datetime.now(UTC), expiries=(DreamExpiry(fact_id=ids["train"], reason="past"),),
+                       refusals=refusals, based_on_revision=store.user_revision(user))
+
+    assert store.apply_dream(dream).applied
+
+    refused = {e.fact_id: (e.stage, e.cause_fact_id, e.cause_fact_text, e.reason) for e in store.timeline(user)
+               if e.kind is TimelineEventKind.REFUSED}
+    assert refused == {ids["vegan"]: ("merge", ids["strict"], "Follows a strict vegan diet", vegan_reason),
+                       ids["porto"]: ("classify", None, None, "no support")}
+    status = {f.fact.id: (f.fact.status, f.fact.topic) for f in store.history(user)}
+    assert status[ids["vegan"]] == (FactStatus.CURRENT, "diet") and status[ids["porto"]] == (FactStatus.CURRENT,
+                                                                                            "home_location")
+    exported = store.export_user(user)
+    assert {(c.change, c.fact_id, c.proposal, c.keep_fact_id, c.to_topic) for c in exported.dream_changes} == {
+        ("expired", ids["train"], None, None, None), ("refused", ids["vegan"], "merge", ids["strict"], None),
+        ("refused", ids["porto"], "classify", None, "dwelling")}
+    timeline = store.timeline(user)
+    store.delete_user(user)
+    store.import_user(exported)
+    assert _comparable(store.export_user(user)) == _comparable(exported)
+    assert store.timeline(user) == timeline
+
+    store.delete_facts(user, [ids["strict"]])  # the fact the refusal would have kept, and its reason quotes
+
+    left = {e.fact_id: (e.cause_fact_id, e.reason) for e in store.timeline(user) if e.kind is TimelineEventKind.REFUSED}
+    assert left == {ids["vegan"]: (None, REDACTED_REASON), ids["porto"]: (None, "no support")}
+    assert "strict" not in store.export_user(user).model_dump_json()
+
+    MemoryReader(store, user).undo("dream-r")
+    after = store.export_user(user)
+    assert after.dream_changes == () and {f.id for f in after.facts} == {f.id for f in before.facts} - {ids["strict"]}

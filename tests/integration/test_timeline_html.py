@@ -414,3 +414,46 @@ def test_a_dream_is_listed_change_by_change() -> None:
         ("classified", "Lives in Lyon", ""), ("expired", "Is on the bus", ""),
         ("merged", "Follows a strict vegan diet", "Is vegan"), ("resolved", "Lives in Lyon", "Lives in Porto")]
     assert {c[1] for c in cells} == {plan.session_id}
+
+
+def test_a_dream_shows_what_its_validator_refused_struck_through_with_the_reason() -> None:
+    from lastknown_graph import MemoryReader
+    from lastknown_graph.cli.render import timeline_text
+    from lastknown_graph.domain.dream import DreamPlan, DreamProposal, ProposalKind, ProposedBy
+    from lastknown_graph.domain.models import Fact
+    from lastknown_graph.pipeline.dream import plan_dream
+
+    store, user = EmbeddedStore(None), new_user("dream")
+    store.ensure_schema(len(vec(1)))
+    first = SessionBuilder(user, "s-1", date(2024, 1, 5))
+    first.fact("Lives in Lyon", "home_location", vec(1))
+    first.fact("Kiwi learned to whistle", "other", vec(2))
+    first.fact("Has a parrot named Kiwi", "pet", vec(3))
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2024, 3, 1))
+    second.fact("Lives in Porto", "home_location", vec(4))
+    store.apply(second.build())
+    ids = {f.text: f.id for f in store.current_facts(user)}
+    trap = DreamProposal(kind=ProposalKind.MERGE, fact_ids=(ids["Kiwi learned to whistle"],),
+                         keep_fact_id=ids["Has a parrot named Kiwi"], proposed_by=ProposedBy.MODEL, reason="same")
+
+    class ProposingReader(MemoryReader):
+        """A reader whose dream also weighs a model's proposal, as a ``Memory``'s does."""
+
+        def _dream_plan_of(self, current: list[Fact]) -> DreamPlan:
+            return plan_dream(self.user, current, self.attributes, model_proposals=[trap])
+
+    reader = ProposingReader(store, user)
+    plan = reader.dream()
+    [refused] = [d for d in plan.decisions if d.verdict.value == "reject"]
+    assert plan.session_id is not None  # the later home resolved the earlier one
+
+    page = render_timeline_html(user, reader.history(), reader.timeline())
+
+    table = page.split("<h2>Dreams</h2>", 1)[1].split("</table>", 1)[0]
+    [row] = re.findall(r'<tr class="dream-refused"[^>]*>(.*?)</tr>', table)
+    cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+    assert cells[2:] == ["refused merge", "<s>Kiwi learned to whistle</s>", "<s>Has a parrot named Kiwi</s>",
+                         refused.reason]
+    assert (f"~~Kiwi learned to whistle~~  <- ~~Has a parrot named Kiwi~~  (a merge the validator refused: "
+            f"{refused.reason})") in timeline_text(reader.timeline())

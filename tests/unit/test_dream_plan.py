@@ -7,10 +7,21 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 
 import pytest
+from pydantic import ValidationError
 
 from lastknown_graph.domain.attributes import Attribute, AttributeTable
 from lastknown_graph.domain.dream import DreamProposal, DreamVerdict, ProposalKind, ProposedBy
-from lastknown_graph.domain.models import Fact, FactKind, FactStatus
+from lastknown_graph.domain.models import (
+    DreamExpiry,
+    DreamWrite,
+    Fact,
+    FactKind,
+    FactStatus,
+    Retirement,
+    SessionKind,
+    SessionRecord,
+)
+from lastknown_graph.domain.stages import Stage
 from lastknown_graph.pipeline.dream import LabelSupport, dream_write, plan_dream, validate
 
 TABLE = AttributeTable()
@@ -90,6 +101,17 @@ def test_moments_of_past_days_expire_but_never_health_family_or_allergy() -> Non
                               (ProposalKind.EXPIRE, ("sneeze",), None, None, REJECT)]
 
 
+@pytest.mark.parametrize(("topic", "text"), [("medication", "Took an antihistamine this morning"),
+                                             ("family_member", "Is visiting a cousin in hospital today")])
+def test_a_long_past_moment_on_medication_or_family_never_expires(topic: str, text: str) -> None:
+    facts = [fact("old", text, topic, "2022-01-10", kind=FactKind.MOMENT),
+             fact("home", "Lives in Porto", "home_location", "2024-02-01")]
+    [decision] = plan_dream("dreamer", facts, TABLE).decisions
+    assert (decision.proposal.kind, decision.proposal.fact_ids, decision.verdict) == (
+        ProposalKind.EXPIRE, ("old",), REJECT)
+    assert decision.reason == f"{topic} facts never expire"
+
+
 def test_a_quiet_memory_gets_an_empty_plan() -> None:
     facts = [fact("home", "Lives in Porto", "home_location"), fact("oboe", "Plays the oboe", "hobby"),
              fact("cat", "Has a cat named Miso", "pet"), fact("dog", "Has a dog named Rex", "pet")]
@@ -152,6 +174,29 @@ def test_a_trap_proposed_by_a_model_is_refused_with_its_reason(proposal: DreamPr
     decision = validate(proposal.model_copy(update={"proposed_by": ProposedBy.MODEL}), TRAPS, TABLE)
     assert decision.verdict is REJECT
     assert any(part in decision.reason for part in why.split("|")), decision.reason
+
+
+@pytest.mark.parametrize(("proposal", "why"), [
+    (DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=("oslo", "home"), keep_fact_id="home", reason="both"),
+     "the fact that stays is also one it changes"),
+    (DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=("oslo",), reason="no keeper"),
+     "a resolve names no fact to keep"),
+])
+def test_a_resolve_never_ends_the_only_current_value(proposal: DreamProposal, why: str) -> None:
+    """Without a current fact that stays and is not itself ended, a resolution would leave the attribute empty."""
+    decision = validate(proposal, TRAPS, TABLE)
+    assert (decision.verdict, decision.reason) == (REJECT, why)
+
+
+def test_a_resolve_keeping_a_fact_no_longer_current_is_refused() -> None:
+    """The plan is validated against the current facts only: a retired value cannot be the one that stays."""
+    facts = [fact("lyon", "Lives in Lyon", "home_location", "2023-01-05"),
+             fact("porto", "Lives in Porto", "home_location", "2024-02-01").model_copy(
+                 update={"status": FactStatus.RETIRED})]
+    proposal = DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=("lyon",), keep_fact_id="porto",
+                             proposed_by=ProposedBy.MODEL, reason="Porto is later")
+    [decision] = plan_dream("dreamer", facts, TABLE, model_proposals=[proposal]).decisions
+    assert (decision.verdict, decision.reason) == (REJECT, "names no current fact: porto")
 
 
 def test_the_rules_propose_nothing_harmful_on_the_traps() -> None:
@@ -247,6 +292,15 @@ def test_a_fact_about_someone_named_is_filed_only_among_the_people_of_the_users_
     assert decision.verdict is verdict
 
 
+def test_a_dream_write_refuses_a_fact_it_ends_and_also_keeps_in_place_of_another() -> None:
+    """A resolution's kept value must stay current: ending it too would leave the attribute with no value."""
+    session = SessionRecord(id="dream-1", date=date(2024, 5, 1), kind=SessionKind.DREAM)
+    retirement = Retirement(old_fact_id="lyon", new_fact_id="porto", stage=Stage.DREAM_RESOLVED, reason="later")
+    with pytest.raises(ValidationError, match="'porto' is ended by the dream and also stays in place of another"):
+        DreamWrite(user_id="dreamer", session=session, recorded_at=datetime.now(UTC), retirements=(retirement,),
+                   expiries=(DreamExpiry(fact_id="porto", reason="a moment long past"),))
+
+
 def test_a_merged_text_may_itself_be_resolved_away_in_the_same_dream() -> None:
     """The copies go into the text kept, and that text then ends by the value stated later: one valid write."""
     facts = [fact("vegan", "Is vegan", "diet", "2023-01-05", confirmed=1),
@@ -261,3 +315,37 @@ def test_a_merged_text_may_itself_be_resolved_away_in_the_same_dream() -> None:
     assert ([(m.old_fact_id, m.new_fact_id) for m in write.merges], [(r.old_fact_id, r.new_fact_id)
                                                                      for r in write.retirements]) == (
         [("strict", "vegan")], [("vegan", "omni")])
+
+
+def test_a_dream_write_records_each_refused_proposal_once_on_the_stored_facts_it_named() -> None:
+    facts = [fact("lyon", "Lives in Lyon", "home_location", "2023-01-05"),
+             fact("porto", "Lives in Porto", "home_location", "2024-02-01"),
+             fact("kiwi", "Kiwi learned to whistle", "other"), fact("train", "Is on the train", "current_activity",
+                                                                   "2023-02-01", kind=FactKind.MOMENT)]
+    refused_merge = DreamProposal(kind=ProposalKind.MERGE, fact_ids=("kiwi", "made-up"), keep_fact_id="made-up-too",
+                                  proposed_by=ProposedBy.MODEL, reason="the same")
+    refused_classify = DreamProposal(kind=ProposalKind.CLASSIFY, fact_ids=("kiwi",), topic="user_name",
+                                     proposed_by=ProposedBy.MODEL, reason="a name")
+    plan = plan_dream("dreamer", facts, TABLE, model_proposals=[refused_merge, refused_classify],
+                      label_support=lambda *_: False)
+    assert [d.verdict for d in plan.decisions if d.proposal.proposed_by is ProposedBy.MODEL] == [REJECT, REJECT]
+
+    write = dream_write(plan, facts, session_id="dream-1", day=date(2024, 5, 1), recorded_at=datetime.now(UTC),
+                        revision=3)
+
+    assert write is not None and [r.old_fact_id for r in write.retirements] == ["lyon"]
+    # "made-up" is no stored fact to record it on, nor a fact it would keep; the classification of the same fact,
+    # refused too, is not recorded twice.
+    assert [(r.fact_id, r.proposal, r.keep_fact_id, r.to_topic) for r in write.refusals] == [
+        ("kiwi", "merge", None, None)]
+
+
+def test_a_dream_that_only_refuses_writes_nothing() -> None:
+    facts = [fact("kiwi", "Kiwi learned to whistle", "other")]
+    proposal = DreamProposal(kind=ProposalKind.CLASSIFY, fact_ids=("kiwi",), topic="\x00name",
+                             proposed_by=ProposedBy.MODEL, reason="a name")
+    plan = plan_dream("dreamer", facts, TABLE, model_proposals=[proposal], label_support=lambda *_: False)
+    assert [d.verdict for d in plan.decisions] == [REJECT]
+
+    assert dream_write(plan, facts, session_id="dream-1", day=date(2024, 5, 1), recorded_at=datetime.now(UTC),
+                       revision=3) is None

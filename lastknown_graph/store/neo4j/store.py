@@ -348,7 +348,8 @@ class Neo4jStore:
                       kind=str(SessionKind.DREAM), messages=[])
             self._run(tx, "write_dream_changes", **common,
                       expiries=[e.model_dump() for e in change.expiries],
-                      classifications=[c.model_dump() for c in change.classifications])
+                      classifications=[c.model_dump() for c in change.classifications],
+                      refusals=[r.model_dump() for r in change.refusals])
             if change.retirements:
                 self._run(tx, "write_retirements", **common, retirements=[
                     r.model_dump(mode="python") for r in change.retirements
