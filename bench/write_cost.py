@@ -546,6 +546,27 @@ def every_step_rows(steps: Sequence[Step], kind: str) -> list[list[object]]:
     return rows
 
 
+def _retired_pairs(step: Step) -> set[tuple[str, str]]:
+    """(retired fact, the fact that retired it) of one write, from its decisions."""
+    return {(old, new) for old, new, *_ in json.loads(step.decisions or "{}").get("retired", [])}
+
+
+def retirement_difference_rows(steps: Sequence[Step], compared: str) -> list[list[object]]:
+    """Each retirement only one of the two libraries made, write by write (sequential): what a redesign dropped or
+    added, for a person to say why."""
+    writes = {(s.library, s.size, s.scenario, s.label): s for s in steps
+              if s.kind == "write" and s.setting == SEQUENTIAL and s.library in (THIS_CHECKOUT, compared)}
+    rows: list[list[object]] = []
+    for (library, size, scenario, label), step in sorted(writes.items(), key=lambda item: item[0][1:]):
+        other = writes.get((compared, size, scenario, label))
+        if library != THIS_CHECKOUT or other is None:
+            continue
+        mine, theirs = _retired_pairs(step), _retired_pairs(other)
+        rows += [[size, scenario, label, f"only {compared}", old, new] for old, new in sorted(theirs - mine)]
+        rows += [[size, scenario, label, f"only {THIS_CHECKOUT}", old, new] for old, new in sorted(mine - theirs)]
+    return rows
+
+
 def render(steps: Sequence[Step], options: RunOptions, command: str, compare: str | None) -> str:
     real = options.real is not None
     unit = "tokens" if real else "words"
@@ -675,6 +696,17 @@ def render(steps: Sequence[Step], options: RunOptions, command: str, compare: st
         *markdown_table(["user facts", "scenario", "ask", "effect", *PURPOSES, "calls", f"prompt {unit}",
                          f"completion {unit}", "evaluated", "wall ms"], every_step_rows(steps, "ask"), align_left=4),
     ]
+    if compare:
+        lines += [
+            "",
+            f"## Retirements only one library made (sequential, this checkout beside `{compare}`)",
+            "",
+            "Every retirement one library made and the other did not, write by write: the fact retired and the fact "
+            "that retired it. None: both retired the same facts in every write.",
+            "",
+            *markdown_table(["user facts", "scenario", "session", "made by", "retired", "by"],
+                            retirement_difference_rows(steps, compare) or [["-"] * 6], align_left=6),
+        ]
     notes = [f"{s.library}, {s.setting}, {s.size}, {s.scenario} {s.label}: {s.note}" for s in steps if s.note]
     if notes:
         lines += ["", "## Notes", "", *[f"- {note}" for note in notes]]

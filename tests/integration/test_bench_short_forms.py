@@ -123,6 +123,9 @@ def test_write_cost_short_form_computes_its_figures_from_its_own_steps(tmp_path:
     assert head.startswith("HEAD (") and summary["compare"] == head
     assert {s.library for s in steps} == {write_cost.THIS_CHECKOUT, head}
     assert {r["library"] for r in table(markdown, "## Per write")} == {write_cost.THIS_CHECKOUT, head}
+    differences = table(markdown, "## Retirements only one library made")
+    expected = write_cost.retirement_difference_rows(steps, head) or [["-"] * 6]
+    assert [list(r.values()) for r in differences] == [[str(cell) for cell in row] for row in expected]
 
 
 def test_write_cost_against_a_real_server_reads_evaluated_tokens_from_its_log(
@@ -226,3 +229,21 @@ def test_mature_users_follow_the_attribute_vocabulary_and_retire_one_valued_fact
         assert old.status is FactStatus.RETIRED and old.valid_to == new.valid_from
     current = [f.topic for f in facts.values() if f.status is FactStatus.CURRENT]
     assert all(current.count(name) <= 1 for name in {t.name for t in TOPICS if t.exclusive})
+
+
+def test_the_retirements_only_one_library_made_are_listed_write_by_write() -> None:
+    def write(library: str, label: str, retired: list[tuple[str, str]]) -> write_cost.Step:
+        decisions = json.dumps({"retired": [[old, new, "replaced", None] for old, new in retired]})
+        return write_cost.Step(library=library, setting=write_cost.SEQUENTIAL, size=100, scenario="move",
+                               kind="write", label=label, calls={}, prompt_tokens=0, completion_tokens=0, wall_s=0.0,
+                               decisions=decisions)
+
+    old = "7b43d56 (old)"
+    steps = [write(write_cost.THIS_CHECKOUT, "s1", [("Lives in Oslo", "Lives in Bergen"), ("Works at a mill",
+                                                                                           "Works at a bank")]),
+             write(old, "s1", [("Lives in Oslo", "Lives in Bergen"), ("Enjoys baking bread", "Works at a bank")]),
+             write(write_cost.THIS_CHECKOUT, "s2", []), write(old, "s2", [])]
+
+    assert write_cost.retirement_difference_rows(steps, old) == [
+        [100, "move", "s1", f"only {old}", "Enjoys baking bread", "Works at a bank"],
+        [100, "move", "s1", f"only {write_cost.THIS_CHECKOUT}", "Works at a mill", "Works at a bank"]]
