@@ -4,7 +4,8 @@
 //          Reasons of retirements (rejected ones too) and disputes decided in a session whose messages were redacted may quote those
 //          messages, so they are replaced by $redacted_reason. A session whose messages were redacted loses its
 //          digest: a hash of forgotten words would confirm a guess of them. A dream's refusal whose reason quotes a
-//          forgotten fact (the fact it would have ended, say) loses its reason the same way.
+//          forgotten fact (the fact it would have ended, say) loses its reason the same way, and one that would
+//          have kept a forgotten fact no longer names it.
 // parameters: $user_id (string), $fact_ids (list of strings), $redacted_reason (string)
 // example: :param user_id => "alice"; :param fact_ids => ["f-1"]
 MATCH (f:Fact)
@@ -12,10 +13,11 @@ WHERE f.user_id = $user_id AND f.id IN $fact_ids
 OPTIONAL MATCH (f)-[:FROM]->(m:Message)
 WITH collect(DISTINCT f) AS facts, collect(DISTINCT m) AS messages
 CALL (facts) {
-  WITH [f IN facts | f.text] AS texts
+  WITH [f IN facts | f.text] AS texts, [f IN facts | f.id] AS ids
   MATCH (:Fact {user_id: $user_id})-[q:REFUSED_IN]->(:Session)
-  WHERE any(text IN texts WHERE q.reason CONTAINS text)
-  SET q.reason = $redacted_reason
+  WHERE any(text IN texts WHERE q.reason CONTAINS text) OR q.keep_fact_id IN ids
+  SET q.reason = CASE WHEN any(text IN texts WHERE q.reason CONTAINS text) THEN $redacted_reason ELSE q.reason END,
+      q.keep_fact_id = CASE WHEN q.keep_fact_id IN ids THEN null ELSE q.keep_fact_id END
 }
 FOREACH (m IN messages | SET m.text = null, m.redacted = true, m.sentence_vectors_f32 = null)
 WITH facts, [f IN facts | f.id] AS deleted, [m IN messages | m.id] AS redacted,

@@ -64,7 +64,6 @@ CALL {
   UNWIND [d IN $dream_changes WHERE d.change = 'refused'] AS d
   MATCH (f:Fact {id: d.fact_id, user_id: $user_id})
   MATCH (s:Session {user_id: $user_id, id: d.session_id})
-  CREATE (f)-[:REFUSED_IN {at: d.at, reason: d.reason, proposal: d.proposal, keep_fact_id: d.keep_fact_id,
-                           to_topic: d.to_topic}]->(s)
+  CREATE (f)-[:REFUSED_IN {at: d.at, reason: d.reason, proposal: d.proposal, keep_fact_id: d.keep_fact_id}]->(s)
 }
 RETURN true AS done

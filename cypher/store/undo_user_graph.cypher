@@ -17,6 +17,8 @@ RETURN [(u)-[:HAD]->(s:Session) |
                                 ELSE 'contradicts' END,
                       old_fact_id: old.id, session_id: r.session_id, stage: r.stage,
                       overtaken: coalesce(r.overtaken, false)}],
-            dream_changes: [(f)-[d:EXPIRED_IN|CLASSIFIED_IN]->(s:Session) |
-                             {change: CASE type(d) WHEN 'EXPIRED_IN' THEN 'expired' ELSE 'classified' END,
-                              session_id: s.id, from_topic: d.from_topic}]}] AS facts
+            dream_changes: [(f)-[d:EXPIRED_IN|CLASSIFIED_IN|REFUSED_IN]->(s:Session) |
+                             {change: CASE type(d) WHEN 'EXPIRED_IN' THEN 'expired' WHEN 'CLASSIFIED_IN' THEN 'classified'
+                                      ELSE 'refused' END,
+                              session_id: s.id, from_topic: d.from_topic, keep_fact_id: d.keep_fact_id,
+                              reason: d.reason}]}] AS facts

@@ -158,6 +158,8 @@ _BUILT_ON = {
     DependencyKind.DISPUTED: "disputed {fact}, added in {earlier}",
     DependencyKind.OVERTAKEN: "stored a fact as overtaken by {fact}, added in {earlier}",
     DependencyKind.EVIDENCE: "retired {fact} by evidence that {earlier} recorded",
+    DependencyKind.CLASSIFIED: "classified {fact}, added in {earlier}",
+    DependencyKind.REFUSED: "recorded a refused proposal naming {fact}, added in {earlier}",
 }
 _UNDONE_FACTS = (("removed", "removed"), ("restored", "current again"),
                  ("withdrawn_confirmations", "confirmation withdrawn"), ("withdrawn_disputes", "evidence withdrawn"))

@@ -368,13 +368,11 @@ class Classification(Frozen):
 
 class Refusal(Frozen):
     """A dream's proposal its validator refused, recorded on a fact it would have changed: the proposal's kind, the
-    fact it would have kept (merge, resolve), the attribute it would have given (classify) and the validator's
-    reason. A record only: the fact does not change."""
+    fact it would have kept (merge, resolve) and the validator's reason. A record only: the fact does not change."""
 
     fact_id: NodeId
     proposal: Label
     keep_fact_id: NodeId | None = None
-    to_topic: Label | None = None
     reason: Text = Field(max_length=2000)
 
 
@@ -434,8 +432,11 @@ class DreamWrite(Frozen):
 
     @property
     def touched_fact_ids(self) -> list[str]:
-        """Every fact the dream names: each must still be current when it is applied."""
-        return sorted({*self.ended_fact_ids, *self.kept_fact_ids, *(c.fact_id for c in self.classifications)})
+        """Every fact the dream names, its refusals' too: each must still be a current fact of the user when it is
+        applied."""
+        refused = {fact_id for r in self.refusals for fact_id in (r.fact_id, r.keep_fact_id) if fact_id is not None}
+        return sorted({*self.ended_fact_ids, *self.kept_fact_ids, *(c.fact_id for c in self.classifications),
+                       *refused})
 
     def require_planned_from(self, revision: int) -> None:
         """Raise StaleStateError if the user's memory changed since the dream was planned."""
@@ -720,6 +721,8 @@ class DependencyKind(StrEnum):
     OVERTAKEN = "overtaken"  # stored its own fact as already overtaken by a fact the earlier session added
     EVIDENCE = "evidence"  # retired a fact by accumulated evidence, some of which the earlier session recorded
     CLASSIFIED = "classified"  # a dream classified a fact the earlier session added
+    # A dream recorded a refused proposal naming a fact the earlier session added, or quoting its words in the reason.
+    REFUSED = "refused"
 
 
 class UndoDependency(Frozen):
@@ -835,8 +838,7 @@ class ExportedFact(Frozen):
 
 class ExportedDreamChange(Frozen):
     """What a dream recorded on a fact (``DreamChange``): an expiry with no replacing fact, a classification with
-    the topic before and after, or a refused proposal with its kind, the fact it would have kept and the attribute
-    it would have given (``Refusal``)."""
+    the topic before and after, or a refused proposal with its kind and the fact it would have kept (``Refusal``)."""
 
     change: DreamChange
     fact_id: NodeId
@@ -846,15 +848,13 @@ class ExportedDreamChange(Frozen):
     from_topic: Label | None = None
     to_topic: Label | None = None
     proposal: Label | None = None  # a refusal's
-    keep_fact_id: NodeId | None = None  # a refusal's, when it would have kept a fact (it may be forgotten since)
+    keep_fact_id: NodeId | None = None  # a refusal's, when it would have kept a fact (None once that is forgotten)
 
     @model_validator(mode="after")
     def _fields_of_its_change(self) -> Self:
         classified = self.change is DreamChange.CLASSIFIED
-        if classified != (self.from_topic is not None):
-            raise ValueError("a classification has the topic before, no other change has")
-        if self.change is not DreamChange.REFUSED and classified != (self.to_topic is not None):
-            raise ValueError("a classification has both topics, an expiry neither")
+        if classified != (self.from_topic is not None) or classified != (self.to_topic is not None):
+            raise ValueError("a classification has both topics, no other change has")
         refused = self.change is DreamChange.REFUSED
         if refused != (self.proposal is not None) or (self.keep_fact_id is not None and not refused):
             raise ValueError("a refusal names its proposal, and only a refusal names a fact it would have kept")
@@ -961,7 +961,7 @@ class UserExport(Frozen):
             _require_subset("fact", (link.new_fact_id, link.old_fact_id), facts)
             _require_subset("session", (link.session_id,), sessions)
         for change in self.dream_changes:
-            _require_subset("fact", (change.fact_id,), facts)
+            _require_subset("fact", (change.fact_id,) + ((change.keep_fact_id,) if change.keep_fact_id else ()), facts)
             _require_subset("session", (change.session_id,), sessions)
         dimensions = {len(f.embedding) for f in self.facts}
         dimensions |= {len(v) for m in self.messages for v in m.sentence_embeddings or ()}

@@ -55,7 +55,6 @@ from lastknown_graph.domain.models import (
     SessionRecord,
 )
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.domain.validation import check_text
 from lastknown_graph.pipeline.grounding import about_someone_named, opening_name
 from lastknown_graph.pipeline.value_rules import (
     NUMBER_WORDS,
@@ -200,7 +199,8 @@ def validate(proposal: DreamProposal, facts: Sequence[Fact], table: AttributeTab
     named = [*proposal.fact_ids, *([proposal.keep_fact_id] if proposal.keep_fact_id else [])]
     missing = [fact_id for fact_id in named if fact_id not in by_id]
     if missing or not proposal.fact_ids:
-        return _decided(proposal, DreamVerdict.REJECT, f"names no current fact: {', '.join(missing) or 'none'}")
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        return _decided(proposal, DreamVerdict.REJECT, f"names no current fact: {shown or 'none'}")
     changed = [by_id[fact_id] for fact_id in proposal.fact_ids]
     keep = by_id[proposal.keep_fact_id] if proposal.keep_fact_id else None
     if keep is not None and keep.id in proposal.fact_ids:
@@ -233,7 +233,8 @@ def _decided(proposal: DreamProposal, verdict: DreamVerdict, reason: str) -> Dre
 def _classify(proposal: DreamProposal, changed: list[Fact], facts: Sequence[Fact], table: AttributeTable,
               evidence: Evidence) -> DreamDecision:
     if proposal.topic is None or proposal.topic not in table.attributes or proposal.topic == OTHER:
-        return _decided(proposal, DreamVerdict.REJECT, f"{proposal.topic!r} is no attribute of the table")
+        # The model's words are not repeated: a reason is kept with the dream, and they may be a fact's own.
+        return _decided(proposal, DreamVerdict.REJECT, "the topic proposed is no attribute of the table")
     if len(changed) != 1:
         return _decided(proposal, DreamVerdict.REJECT, "classifies one fact at a time")
     [fact] = changed
@@ -353,17 +354,6 @@ def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], facts: Se
 # ---------------------------------------------------------------------------------------------- applying a plan
 
 
-def _recordable_topic(topic: str | None) -> bool:
-    """A model's attribute name that a refusal can keep as given (the reason quotes any other)."""
-    if topic is None or not topic.strip() or len(topic) > 100:
-        return False
-    try:
-        check_text(topic)
-    except ValueError:
-        return False
-    return True
-
-
 def dream_write(
     plan: DreamPlan, facts: Sequence[Fact], *, session_id: str, day: date, recorded_at: datetime, revision: int,
 ) -> DreamWrite | None:
@@ -379,12 +369,10 @@ def dream_write(
             # The first refusal of a fact stands for the dream's others on it (a graph keeps one link per kind), and
             # a fact the proposal made up is no fact to record it on.
             keep = proposal.keep_fact_id if proposal.keep_fact_id in by_id else None
-            classify = proposal.kind is ProposalKind.CLASSIFY and _recordable_topic(proposal.topic)
-            topic = proposal.topic if classify else None
             for fact_id in proposal.fact_ids:
                 if fact_id in by_id and fact_id not in refusals:
                     refusals[fact_id] = Refusal(fact_id=fact_id, proposal=str(proposal.kind), keep_fact_id=keep,
-                                                to_topic=topic, reason=decision.reason)
+                                                reason=decision.reason)
             continue
         if proposal.kind is ProposalKind.CLASSIFY:
             assert proposal.topic is not None, "the validator applies only a classification naming its attribute"

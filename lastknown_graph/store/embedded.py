@@ -306,8 +306,9 @@ def _undo_graph(graph: nx.MultiDiGraph, user_id: str) -> UserGraph:
                            "session_id": attrs["session_id"], "stage": attrs.get("stage"),
                            "overtaken": attrs.get("overtaken", False)}
                           for _, target, t, attrs in out if t in RELATION_OF_EDGE],
-                "dream_changes": [{"change": c.change, "session_id": c.session_id, "from_topic": c.from_topic}
-                                  for c in _dream_changes(graph, key) if c.change is not DreamChange.REFUSED],
+                "dream_changes": [{"change": c.change, "session_id": c.session_id, "from_topic": c.from_topic,
+                                   "keep_fact_id": c.keep_fact_id, "reason": c.reason}
+                                  for c in _dream_changes(graph, key)],
             })
     return user_graph(sessions, facts)
 
@@ -603,11 +604,9 @@ class EmbeddedStore:
                     change=DreamChange.EXPIRED, fact_id=expiry.fact_id, session_id=session.id, at=session.date,
                     reason=expiry.reason))
             for refusal in change.refusals:
-                if _fact_key(refusal.fact_id) in graph:  # forgotten since the plan: nothing to record it on
-                    _add_dream_change(changes, user_id, ExportedDreamChange(
-                        change=DreamChange.REFUSED, fact_id=refusal.fact_id, session_id=session.id, at=session.date,
-                        reason=refusal.reason, to_topic=refusal.to_topic, proposal=refusal.proposal,
-                        keep_fact_id=refusal.keep_fact_id))
+                _add_dream_change(changes, user_id, ExportedDreamChange(
+                    change=DreamChange.REFUSED, fact_id=refusal.fact_id, session_id=session.id, at=session.date,
+                    reason=refusal.reason, proposal=refusal.proposal, keep_fact_id=refusal.keep_fact_id))
         return WriteOutcome(applied=True, already_written=False)
 
     def rename_topics(self, renames: Mapping[str, str]) -> int:
@@ -659,11 +658,16 @@ class EmbeddedStore:
                 for _, _, edge_type, attrs in graph.in_edges(fact_key, keys=True, data=True):
                     if edge_type in ("SUPERSEDES", "CONTRADICTS", REJECTED_EDGE) and attrs["session_id"] in sessions:
                         attrs["reason"] = REDACTED_REASON
-            # A dream's refusal may quote any fact of the user (the one it would have ended, say) in its reason.
+            # A dream's refusal may quote any fact of the user (the one it would have ended, say) in its reason, and
+            # names the fact it would have kept.
             for fact_key in self._user_fact_keys(graph, user_id):
                 for _, _, edge_type, attrs in graph.out_edges(fact_key, keys=True, data=True):
-                    if edge_type == REFUSED_EDGE and any(text in attrs["reason"] for text in forgotten_texts):
+                    if edge_type != REFUSED_EDGE:
+                        continue
+                    if any(text in attrs["reason"] for text in forgotten_texts):
                         attrs["reason"] = REDACTED_REASON
+                    if attrs.get("keep_fact_id") in deleted:
+                        del attrs["keep_fact_id"]
         return DeletionReport(deleted_fact_ids=tuple(deleted), redacted_message_ids=tuple(sorted(redacted)))
 
     def plan_undo(self, user_id: str, session_id: str) -> UndoReport:

@@ -45,7 +45,8 @@ _KIND_OF_RELATION = {
     "expires": DependencyKind.EXPIRED,
     "contradicts": DependencyKind.DISPUTED,
 }
-_KIND_OF_DREAM_CHANGE = {DreamChange.EXPIRED: DependencyKind.EXPIRED, DreamChange.CLASSIFIED: DependencyKind.CLASSIFIED}
+_KIND_OF_DREAM_CHANGE = {DreamChange.EXPIRED: DependencyKind.EXPIRED, DreamChange.CLASSIFIED: DependencyKind.CLASSIFIED,
+                         DreamChange.REFUSED: DependencyKind.REFUSED}
 # The links that end the old fact; a dispute leaves it as it was.
 _ENDING_RELATIONS = frozenset({"supersedes", "expires"})
 
@@ -69,6 +70,8 @@ class GraphDreamChange:
     change: DreamChange
     session_id: str
     from_topic: str | None  # a classification's topic before the dream
+    keep_fact_id: str | None = None  # a refusal's: the fact it would have kept
+    reason: str | None = None  # a refusal's: it may quote another fact's words
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,8 @@ class UserGraph:
 def user_graph(session_maps: Iterable[Mapping[str, Any]], fact_maps: Iterable[Mapping[str, Any]]) -> UserGraph:
     """A UserGraph from plain maps: sessions ``{id, date, messages: [{id, index, text}]}`` and facts
     ``{id, text, session_id, confirmed_in: [session ids], links: [{relation, old_fact_id, session_id, stage,
-    overtaken}], dream_changes: [{change, session_id, from_topic}]}`` (the replacement links out of the fact, the
-    changes dreams recorded on it)."""
+    overtaken}], dream_changes: [{change, session_id, from_topic, keep_fact_id, reason}]}`` (the replacement links out
+    of the fact, the changes dreams recorded on it)."""
     sessions = {
         s["id"]: GraphSession(
             id=s["id"], day=_day(s["date"]),
@@ -120,7 +123,8 @@ def user_graph(session_maps: Iterable[Mapping[str, Any]], fact_maps: Iterable[Ma
     links: list[GraphLink] = []
     for f in fact_maps:
         changes = tuple(GraphDreamChange(change=DreamChange(c["change"]), session_id=c["session_id"],
-                                         from_topic=c.get("from_topic")) for c in f.get("dream_changes") or ())
+                                         from_topic=c.get("from_topic"), keep_fact_id=c.get("keep_fact_id"),
+                                         reason=c.get("reason")) for c in f.get("dream_changes") or ())
         facts[f["id"]] = GraphFact(id=f["id"], text=f["text"], session_id=f["session_id"],
                                    confirmed_in=tuple(f["confirmed_in"]), dream_changes=changes)
         links += [GraphLink(relation=x["relation"], new_fact_id=f["id"], old_fact_id=x["old_fact_id"],
@@ -215,6 +219,11 @@ def dependencies(graph: UserGraph) -> set[UndoDependency]:
             involves(session_id, fact.id, DependencyKind.CONFIRMED)
         for change in fact.dream_changes:
             involves(change.session_id, fact.id, _KIND_OF_DREAM_CHANGE[change.change])
+            if change.change is DreamChange.REFUSED:
+                # The record names the fact it would have kept and may quote any other: without them it would not
+                # read as it does, so the dream built on the sessions that added them.
+                for other in _named_by_refusal(graph, change):
+                    involves(change.session_id, other, DependencyKind.REFUSED)
     for link in graph.links:
         kind = DependencyKind.OVERTAKEN if link.overtaken else _KIND_OF_RELATION[link.relation]
         writer = graph.writer(link)
@@ -222,6 +231,12 @@ def dependencies(graph: UserGraph) -> set[UndoDependency]:
         involves(writer, link.old_fact_id, kind)
     found |= _evidence_dependencies(graph)
     return found
+
+
+def _named_by_refusal(graph: UserGraph, change: GraphDreamChange) -> list[str]:
+    """The facts a refusal names as the one it would have kept, or quotes in its reason."""
+    kept = [change.keep_fact_id] if change.keep_fact_id is not None and change.keep_fact_id in graph.facts else []
+    return kept + [f.id for f in graph.facts.values() if change.reason and f.text in change.reason]
 
 
 def _evidence_dependencies(graph: UserGraph) -> set[UndoDependency]:

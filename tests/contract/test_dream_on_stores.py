@@ -185,7 +185,7 @@ def test_a_dream_keeps_what_its_validator_refused_on_the_facts_named_and_loses_n
     before = store.export_user(user)
     vegan_reason = "it would end 'Follows a strict vegan diet', said after it"
     refusals = (Refusal(fact_id=ids["vegan"], proposal="merge", keep_fact_id=ids["strict"], reason=vegan_reason),
-                Refusal(fact_id=ids["porto"], proposal="classify", to_topic="dwelling", reason="no support"))
+                Refusal(fact_id=ids["lyon"], proposal="classify", reason="no support"))
     dream = DreamWrite(user_id=user, session=SessionRecord(id="dream-r", date=date(2024, 2, 1), kind=SessionKind.DREAM),
                        recorded_at=datetime.now(UTC), expiries=(DreamExpiry(fact_id=ids["train"], reason="past"),),
                        refusals=refusals, based_on_revision=store.user_revision(user))
@@ -195,26 +195,51 @@ def test_a_dream_keeps_what_its_validator_refused_on_the_facts_named_and_loses_n
     refused = {e.fact_id: (e.stage, e.cause_fact_id, e.cause_fact_text, e.reason) for e in store.timeline(user)
                if e.kind is TimelineEventKind.REFUSED}
     assert refused == {ids["vegan"]: ("merge", ids["strict"], "Follows a strict vegan diet", vegan_reason),
-                       ids["porto"]: ("classify", None, None, "no support")}
+                       ids["lyon"]: ("classify", None, None, "no support")}
     status = {f.fact.id: (f.fact.status, f.fact.topic) for f in store.history(user)}
-    assert status[ids["vegan"]] == (FactStatus.CURRENT, "diet") and status[ids["porto"]] == (FactStatus.CURRENT,
-                                                                                            "home_location")
+    assert status[ids["vegan"]] == (FactStatus.CURRENT, "diet") and status[ids["lyon"]] == (FactStatus.CURRENT,
+                                                                                          "location")
     exported = store.export_user(user)
-    assert {(c.change, c.fact_id, c.proposal, c.keep_fact_id, c.to_topic) for c in exported.dream_changes} == {
-        ("expired", ids["train"], None, None, None), ("refused", ids["vegan"], "merge", ids["strict"], None),
-        ("refused", ids["porto"], "classify", None, "dwelling")}
+    assert {(c.change, c.fact_id, c.proposal, c.keep_fact_id) for c in exported.dream_changes} == {
+        ("expired", ids["train"], None, None), ("refused", ids["vegan"], "merge", ids["strict"]),
+        ("refused", ids["lyon"], "classify", None)}
     timeline = store.timeline(user)
     store.delete_user(user)
     store.import_user(exported)
     assert _comparable(store.export_user(user)) == _comparable(exported)
     assert store.timeline(user) == timeline
+    # The record names and quotes a fact of s-2: the dream built on s-2, and undoing s-2 takes it along.
+    with pytest.raises(UndoConflictError) as refused_undo:
+        MemoryReader(store, user).undo("s-2")
+    assert refused_undo.value.dependants == ("dream-r",)
 
     store.delete_facts(user, [ids["strict"]])  # the fact the refusal would have kept, and its reason quotes
 
     left = {e.fact_id: (e.cause_fact_id, e.reason) for e in store.timeline(user) if e.kind is TimelineEventKind.REFUSED}
-    assert left == {ids["vegan"]: (None, REDACTED_REASON), ids["porto"]: (None, "no support")}
-    assert "strict" not in store.export_user(user).model_dump_json()
+    assert left == {ids["vegan"]: (None, REDACTED_REASON), ids["lyon"]: (None, "no support")}
+    forgotten = store.export_user(user)
+    assert "strict" not in forgotten.model_dump_json() and ids["strict"] not in forgotten.model_dump_json()
 
     MemoryReader(store, user).undo("dream-r")
     after = store.export_user(user)
     assert after.dream_changes == () and {f.id for f in after.facts} == {f.id for f in before.facts} - {ids["strict"]}
+
+
+def test_a_dream_may_record_refusals_only_on_current_facts_of_its_user(store: Store) -> None:
+    user, ids = _legacy_memory(store)
+    other, other_ids = _legacy_memory(store)
+    before = store.export_user(user)
+
+    def dream(refusal: Refusal) -> DreamWrite:
+        return DreamWrite(user_id=user, session=SessionRecord(id="dream-x", date=date(2024, 2, 1),
+                                                              kind=SessionKind.DREAM),
+                          recorded_at=datetime.now(UTC), expiries=(DreamExpiry(fact_id=ids["train"], reason="t"),),
+                          refusals=(refusal,), based_on_revision=store.user_revision(user))
+
+    with pytest.raises(StaleStateError):
+        store.apply_dream(dream(Refusal(fact_id=other_ids["vegan"], proposal="merge", reason="another user's")))
+    with pytest.raises(StaleStateError):
+        store.apply_dream(dream(Refusal(fact_id=ids["vegan"], proposal="merge", keep_fact_id=other_ids["porto"],
+                                        reason="keeps another user's")))
+    assert _comparable(store.export_user(user)) == _comparable(before)
+    assert not [e for e in store.timeline(other) if e.kind is TimelineEventKind.REFUSED]

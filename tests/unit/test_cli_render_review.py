@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from datetime import date
 
-from lastknown_graph.cli.render import review_text, write_text
-from lastknown_graph.domain.models import FactStatus, ReviewFact, ReviewItem, ReviewReason
+import pytest
+
+from lastknown_graph.cli.render import _dependency_line, review_text, write_text
+from lastknown_graph.domain.models import (
+    DependencyKind,
+    FactStatus,
+    ReviewFact,
+    ReviewItem,
+    ReviewReason,
+    UndoDependency,
+)
 from lastknown_graph.domain.reports import RetiredFact, WriteReport
 from lastknown_graph.domain.stages import Stage
 
@@ -38,3 +47,12 @@ def test_a_review_line_puts_the_margin_apart_from_the_reason() -> None:
                       still_true_probability=0.55, flag_bar=0.6, recorded_at=None, doubts=(ReviewReason.NEAR_BAR,))
     [why] = [line for line in review_text([item]).splitlines() if line.lstrip().startswith("why")]
     assert ".," not in why and why.endswith("(P(still true) 0.55 against a bar of 0.60)")
+
+
+@pytest.mark.parametrize("kind", list(DependencyKind))
+def test_every_way_a_session_builds_on_another_has_its_line(kind: DependencyKind) -> None:
+    """``lastknown undo`` names why a later session must go along; a kind without a line would fail the command."""
+    dependency = UndoDependency(session_id="dream-2", on_session_id="s-1", kind=kind, fact_id="f-1",
+                                fact_text="Lives in Lyon")
+    line = _dependency_line(dependency)
+    assert line.startswith("  dream-2 ") and "'Lives in Lyon' (f-1)" in line and "s-1" in line

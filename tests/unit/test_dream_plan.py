@@ -17,6 +17,7 @@ from lastknown_graph.domain.models import (
     Fact,
     FactKind,
     FactStatus,
+    Refusal,
     Retirement,
     SessionKind,
     SessionRecord,
@@ -336,8 +337,7 @@ def test_a_dream_write_records_each_refused_proposal_once_on_the_stored_facts_it
     assert write is not None and [r.old_fact_id for r in write.retirements] == ["lyon"]
     # "made-up" is no stored fact to record it on, nor a fact it would keep; the classification of the same fact,
     # refused too, is not recorded twice.
-    assert [(r.fact_id, r.proposal, r.keep_fact_id, r.to_topic) for r in write.refusals] == [
-        ("kiwi", "merge", None, None)]
+    assert [(r.fact_id, r.proposal, r.keep_fact_id) for r in write.refusals] == [("kiwi", "merge", None)]
 
 
 def test_a_dream_that_only_refuses_writes_nothing() -> None:
@@ -349,3 +349,18 @@ def test_a_dream_that_only_refuses_writes_nothing() -> None:
 
     assert dream_write(plan, facts, session_id="dream-1", day=date(2024, 5, 1), recorded_at=datetime.now(UTC),
                        revision=3) is None
+
+
+def test_a_proposal_naming_many_made_up_facts_is_refused_in_a_reason_that_can_be_kept() -> None:
+    facts = [fact("kiwi", "Kiwi learned to whistle", "other"), fact("lyon", "Lives in Lyon", "home_location")]
+    invented = tuple(f"made-up-{'x' * 40}-{i}" for i in range(60))
+    proposal = DreamProposal(kind=ProposalKind.MERGE, fact_ids=("kiwi", *invented), keep_fact_id="lyon",
+                             proposed_by=ProposedBy.MODEL, reason="the same")
+    plan = plan_dream("dreamer", facts, TABLE, model_proposals=[proposal])
+    [decision] = plan.decisions
+    assert decision.verdict is REJECT and decision.reason.endswith("and 57 more")
+
+    # Nothing else to change, so nothing is written; the refusal itself is valid to record.
+    assert dream_write(plan, facts, session_id="dream-1", day=date(2024, 5, 1), recorded_at=datetime.now(UTC),
+                       revision=3) is None
+    Refusal(fact_id="kiwi", proposal="merge", keep_fact_id="lyon", reason=decision.reason)
