@@ -15,9 +15,10 @@ WITH collect(DISTINCT f) AS facts, collect(DISTINCT m) AS messages
 CALL (facts) {
   WITH [f IN facts | f.text] AS texts, [f IN facts | f.id] AS ids
   MATCH (:Fact {user_id: $user_id})-[q:REFUSED_IN]->(:Session)
-  WHERE any(text IN texts WHERE q.reason CONTAINS text) OR q.keep_fact_id IN ids
-  SET q.reason = CASE WHEN any(text IN texts WHERE q.reason CONTAINS text) THEN $redacted_reason ELSE q.reason END,
-      q.keep_fact_id = CASE WHEN q.keep_fact_id IN ids THEN null ELSE q.keep_fact_id END
+  WITH q, any(text IN texts WHERE q.reason CONTAINS text) AS quotes, q.keep_fact_id IN ids AS keeps
+  WHERE quotes OR keeps
+  SET q.reason = CASE WHEN quotes THEN $redacted_reason ELSE q.reason END,
+      q.keep_fact_id = CASE WHEN keeps THEN null ELSE q.keep_fact_id END
 }
 FOREACH (m IN messages | SET m.text = null, m.redacted = true, m.sentence_vectors_f32 = null)
 WITH facts, [f IN facts | f.id] AS deleted, [m IN messages | m.id] AS redacted,

@@ -64,15 +64,14 @@ def timeline_text(events: Sequence[TimelineEvent]) -> str:
         return "(no events)"
     lines: list[str] = []
     for event in events:
-        if event.kind is TimelineEventKind.REFUSED:  # struck through, as markdown does: the fact did not change
-            kept = f"  <- ~~{event.cause_fact_text}~~" if event.cause_fact_text else ""
-            lines.append(f"{event.at.isoformat()}  {event.kind!s:<9}  {event.session_id}  ~~{event.fact_text}~~{kept}"
-                         f"  (a {event.stage or 'proposal'} the validator refused: {event.reason})")
-            continue
-        line = f"{event.at.isoformat()}  {event.kind!s:<9}  {event.session_id}  {event.fact_text}"
+        refused = event.kind is TimelineEventKind.REFUSED
+        struck = "~~" if refused else ""  # struck through, as markdown does: a refused proposal changed nothing
+        line = f"{event.at.isoformat()}  {event.kind!s:<9}  {event.session_id}  {struck}{event.fact_text}{struck}"
         if event.cause_fact_text:
-            line += f"  <- {event.cause_fact_text}"
-        if event.reason:
+            line += f"  <- {struck}{event.cause_fact_text}{struck}"
+        if refused:
+            line += f"  (a {event.stage or 'proposal'} the validator refused: {event.reason})"
+        elif event.reason:
             line += f"  ({event.stage}: {event.reason})" if event.stage else f"  ({event.reason})"
         if event.review is not None:
             when = f" {event.reviewed_at.isoformat(timespec='seconds')}" if event.reviewed_at else ""

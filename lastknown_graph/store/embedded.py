@@ -653,14 +653,13 @@ class EmbeddedStore:
             graph.remove_nodes_from(keys)
             for session_id in sessions:  # a hash of forgotten words would confirm a guess of them
                 graph.nodes[_session_key(user_id, session_id)]["digest"] = None
-            # A retirement decided in a session whose messages were redacted may quote them in its reason.
             for fact_key in self._user_fact_keys(graph, user_id):
+                # A retirement decided in a session whose messages were redacted may quote them in its reason.
                 for _, _, edge_type, attrs in graph.in_edges(fact_key, keys=True, data=True):
                     if edge_type in ("SUPERSEDES", "CONTRADICTS", REJECTED_EDGE) and attrs["session_id"] in sessions:
                         attrs["reason"] = REDACTED_REASON
-            # A dream's refusal may quote any fact of the user (the one it would have ended, say) in its reason, and
-            # names the fact it would have kept.
-            for fact_key in self._user_fact_keys(graph, user_id):
+                # A dream's refusal may quote any fact of the user (the one it would have ended, say) in its reason,
+                # and names the fact it would have kept.
                 for _, _, edge_type, attrs in graph.out_edges(fact_key, keys=True, data=True):
                     if edge_type != REFUSED_EDGE:
                         continue
