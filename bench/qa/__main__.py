@@ -24,6 +24,7 @@ from bench.qa.dataset import DATA_DIR, DataError, conversations_digest, load_use
 from bench.qa.report import JoinedRun, collect, generated_markdown, report_paths, run_meta, summary_json
 from bench.qa.runner import Plan, run
 from bench.qa.scripted import EMBEDDING_DIMENSION, LABEL, MODEL, scripted_rules
+from bench.qa.shared_answers import SharedAnswerModels
 from bench.qa.systems import SPREAD_SYSTEMS, SYSTEMS
 from bench.stale.dataset import ROOT
 from bench.stale.peers import MEM0, PeerNotInstalledError, installed_version
@@ -39,6 +40,8 @@ RESULTS_DIR = ROOT / "bench" / "results"
 QUICK_PER_TYPE = 2  # questions of each type per user: every type graded, a few seconds on the double
 QUICK_RUNS = 2  # the memory and naive RAG twice, so the spread is computed from more than one run
 PROG = "python -m bench.qa"
+# Said in run.json, so that a report can tell runs made before the systems shared the server's answers.
+SHARED_ANSWERS = "the systems of one run share the server's answer to the same request (bench/qa/shared_answers.py)"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -177,19 +180,21 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if scripted:
             server = stack.enter_context(ScriptedLLMServer(scripted_rules(users), model=MODEL,
                                                            embedding_dimension=EMBEDDING_DIMENSION))
-            llm = LLM(base_url=server.base_url, model=server.model, api_key="scripted", timeout_s=args.timeout_s,
-                      backoff_s=0.01, temperature=args.temperature)
+            llm_arguments: dict[str, Any] = dict(base_url=server.base_url, model=server.model, api_key="scripted",
+                                                 timeout_s=args.timeout_s, backoff_s=0.01,
+                                                 temperature=args.temperature)
             embedder: Embedder = APIEmbedder(base_url=server.base_url, model="scripted-hashed-words",
                                              api_key="scripted", dimension=EMBEDDING_DIMENSION)
             api_key, embed_base_url, embed_model = "scripted", server.base_url, "scripted-hashed-words"
         else:
             api_key = _key(args.api_key_env) or load_settings().model_api_key
-            llm = LLM(base_url=args.base_url, model=args.model, api_key=api_key,
-                      thinking_switch=args.thinking_switch or None, timeout_s=args.timeout_s,
-                      max_retries=args.max_retries, temperature=args.temperature)
+            llm_arguments = dict(base_url=args.base_url, model=args.model, api_key=api_key,
+                                 thinking_switch=args.thinking_switch or None, timeout_s=args.timeout_s,
+                                 max_retries=args.max_retries, temperature=args.temperature)
             embedder = (APIEmbedder(base_url=args.embed_base_url, model=args.embed_model)
                         if args.embed_base_url or args.embed_model else LocalEmbedder())
             embed_base_url, embed_model = args.embed_base_url, args.embed_model
+        llm = LLM(**llm_arguments)
         model = MODEL if scripted else (args.model or llm.model)
         name = args.name or slug(model)
         # The double's records are worth nothing once read: a quick run starts afresh unless told where to go on.
@@ -207,9 +212,12 @@ def command_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "embedder": "scripted hashed-word vectors (384-d)" if scripted else embedder.name,
             "runs": runs, "unavailable": unavailable, PEER_VERSIONS: versions, "command": command,
             "code": library_version(),  # a run resumed under other prompts or rules would mix two memories
+            "shared_answers": SHARED_ANSWERS,
         }
+        shared = SharedAnswerModels(out, **llm_arguments)
         plan = Plan(users=users, systems=list(runs), runs=runs, out=out, workers=args.workers,
-                    retry_errors=args.retry_errors, progress=not args.no_progress, meta=meta)
+                    retry_errors=args.retry_errors, progress=not args.no_progress, meta=meta,
+                    model_for_run=shared.for_run)
         resources = Resources(llm=llm, embedder=embedder, neo4j=None, history_max_chars=args.history_max_chars,
                               rag_k=args.rag_k, answer_max_tokens=args.answer_max_tokens, peers=peers)
         try:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs in the dev extra
@@ -28,6 +28,7 @@ from bench.stale.records import ResultWriter
 from bench.stale.runner import check_identity
 from bench.stale.systems import MEMORY, MemorySystem, Resources, System, SystemFailure
 from lastknown_graph.errors import LastknownError
+from lastknown_graph.llm import LLM
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,9 @@ class Plan:
     retry_errors: bool
     progress: bool
     meta: Mapping[str, object]
+    # The model every system of a run asks, sharing the server's answer to one request (``shared_answers.py``);
+    # None: every system asks ``Resources.llm`` on its own.
+    model_for_run: Callable[[int], LLM] | None = None
 
 
 @dataclass
@@ -180,6 +184,8 @@ def _ask(task: Task, system: System, question: Question) -> AnswerRecord:
 
 def run_task(task: Task, plan: Plan, resources: Resources, writers: Writers, progress: Progress) -> Outcome:
     outcome = Outcome()
+    if plan.model_for_run is not None:
+        resources = replace(resources, llm=plan.model_for_run(task.run))
     try:
         system = start_system(task.system, resources, f"qa-{task.user.id}-r{task.run}", task.saved)
     except SystemFailure as exc:  # a peer that cannot start here: nothing to ask

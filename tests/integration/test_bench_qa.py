@@ -20,13 +20,15 @@ from bench.qa.dataset import QUESTION_TYPES, Question, User, load_users, select
 from bench.qa.records import read_answers, read_ingests
 from bench.qa.report import QUICK_NOTE
 from bench.qa.scripted import EMBEDDING_DIMENSION, scripted_rules
+from bench.qa.shared_answers import SharedAnswersLLM
 from bench.qa.systems import NO_MEMORY, SYSTEMS
 from bench.qa.text import first_found, sentences
 from bench.stale.peers import MEM0, installed_version
+from lastknown_graph.llm.usage import UsageMeter
 from lastknown_graph.pipeline.answer_checks import UNKNOWN_ANSWER, asks_two_things
 from lastknown_graph.pipeline.dream_proposals import CLASSIFY_PURPOSE
 from lastknown_graph.prompts.answer_quote import NONE_REPLY
-from lastknown_graph.testing.scripted_server import ScriptedLLMServer
+from lastknown_graph.testing.scripted_server import Rule, ScriptedLLMServer
 
 USERS = load_users()
 SLICE = ["--quick", "--users", "marta", "--per-type", "1", "--no-progress"]
@@ -193,6 +195,45 @@ def test_a_run_against_an_endpoint_takes_the_real_model_path(tmp_path: Path) -> 
     markdown = (tmp_path / "qa-some-model-1b.md").read_text(encoding="utf-8")
     assert QUICK_NOTE not in markdown and "model Some/Model-1B" in markdown
     assert {r.user for r in read_answers(tmp_path / "run", "naive-rag").values()} == {"keiko"}
+
+
+def test_the_systems_of_one_run_send_a_request_to_the_server_once_and_each_run_asks_afresh(tmp_path: Path) -> None:
+    """The memory and the dreaming memory send the same extraction requests: within a run the server answers each
+    once and both get its answer (what differs between them is the dream, not the server's noise); a second run
+    asks the server again."""
+    marta = select(USERS, ["marta"], 1)
+    sessions = len(marta[0].sessions)
+    with ScriptedLLMServer(scripted_rules(marta), embedding_dimension=EMBEDDING_DIMENSION) as server:
+        code = main(["run", "--users", "marta", "--per-type", "1", "--systems", "memory", "memory-dream",
+                     "--runs", "2", "--base-url", server.base_url, "--model", "Some/Model-1B", "--embed-base-url",
+                     server.base_url, "--embed-model", "hashed", "--out", str(tmp_path / "run"), "--results-dir",
+                     str(tmp_path), "--no-progress"])
+        extraction_requests = len(server.chat_requests("extraction"))
+    assert code == 0
+    ingests = {**{(r.system, r.run): r for r in read_ingests(tmp_path / "run", "memory").values()},
+               **{(r.system, r.run): r for r in read_ingests(tmp_path / "run", "memory-dream").values()}}
+    assert {key: ingest.usage["extraction"].calls for key, ingest in ingests.items()} == {
+        ("memory", 1): sessions, ("memory", 2): sessions, ("memory-dream", 1): sessions,
+        ("memory-dream", 2): sessions}
+    assert extraction_requests == 2 * sessions  # once per run, not once per system
+    assert (tmp_path / "run" / "shared-answers" / "r1.jsonl").exists()
+    assert (tmp_path / "run" / "shared-answers" / "r2.jsonl").exists()
+
+
+def test_a_recorded_answer_is_given_again_without_the_server_and_metered_as_a_call(tmp_path: Path) -> None:
+    record = tmp_path / "shared" / "r1.jsonl"
+    messages = [{"role": "user", "content": "Name a colour of the spectrum."}]
+    with ScriptedLLMServer([Rule(purpose="probe", reply=["indigo", "violet"])]) as server:
+        arguments: dict[str, Any] = {"base_url": server.base_url, "model": "scripted", "api_key": "x"}
+        first = SharedAnswersLLM(record, **arguments).text(messages, purpose="probe")
+        meter = UsageMeter()
+        again = SharedAnswersLLM(record, **arguments).text(messages, purpose="probe", meter=meter)
+        other = SharedAnswersLLM(record, **arguments).text([{"role": "user", "content": "Another colour?"}],
+                                                            purpose="probe")
+        asked = len(server.chat_requests("probe"))
+    assert (first, again, other) == ("indigo", "indigo", "violet")
+    assert asked == 2  # the repeated request never reached the server
+    assert meter.by_purpose()["probe"].calls == 1
 
 
 # ------------------------------------------------------------------------------------------------- the data
