@@ -48,8 +48,10 @@ from lastknown_graph.testing import ModelCall, ScriptedModel
 
 DATA = Path(__file__).with_name("hostile.json")
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-# Memories the small model wrote for the everyday-questions users (exports): real accumulations to consolidate.
-QA_MEMORIES = RESULTS / "qa" / "qwen2.5-coder-1.5b-labels" / "stores"
+# Memories the small model wrote for the everyday-questions users (exports, run 1 of the memory at the library the
+# latest full run measured): real accumulations to consolidate.
+QA_MEMORIES = tuple(RESULTS / "qa" / "qwen2.5-coder-1.5b-closest" / "stores" / f"{user}-r1.json"
+                    for user in ("jonas", "keiko", "marta"))
 MATURE_FACTS = 100
 
 
@@ -74,9 +76,9 @@ def seeded(memory: dict[str, Any], fillers: list[str], embedder: Embedder) -> Em
     facts = [dict(f) for f in memory["facts"]]
     start = min(date.fromisoformat(f["day"]) for f in facts)
     for number in range(memory.get("filler", 0)):  # dozens of passing moments, one every few days
-        day = start + timedelta(days=3 * (number + 1))
-        facts.append({"text": fillers[number % len(fillers)], "topic": "current_activity", "day": day.isoformat(),
-                      "kind": "moment"})
+        filler_day = start + timedelta(days=3 * (number + 1))
+        facts.append({"text": fillers[number % len(fillers)], "topic": "current_activity",
+                      "day": filler_day.isoformat(), "kind": "moment"})
     store = EmbeddedStore(None)
     store.ensure_schema(embedder.dimension)
     vectors = embedder.embed([f["text"] for f in facts])
@@ -175,8 +177,8 @@ def run(args: argparse.Namespace) -> int:
         records.append(record)
         print(f"{record['id']}: {len(record['traps_applied'])} traps applied, {record['model_calls']} calls, "
               f"{record['seconds']} s", file=sys.stderr)
-    exports = [UserExport.model_validate_json(path.read_text(encoding="utf-8"))
-               for path in sorted(args.memories.glob("*.json"))]
+    paths = [found for path in args.memories for found in (sorted(path.glob("*.json")) if path.is_dir() else [path])]
+    exports = [UserExport.model_validate_json(path.read_text(encoding="utf-8")) for path in paths]
     exports.append(mature_export("mature-100", MATURE_FACTS, embedder.embed))
     contexts = [context_saved(export, llm, embedder) for export in exports]
     applied = sum(len(r["traps_applied"]) for r in records)
@@ -222,8 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=900.0)
     parser.add_argument("--quick", action="store_true", help="the scripted adversary, for CI")
     parser.add_argument("--out", type=Path, default=None, help="report (default bench/results/dream-<model>.md)")
-    parser.add_argument("--memories", type=Path, default=QA_MEMORIES,
-                        help="exports of real memories to measure the context a dream saves on")
+    parser.add_argument("--memories", type=Path, nargs="+", default=list(QA_MEMORIES),
+                        help="exports of real memories (files, or folders of them) to measure the context a dream "
+                             "saves on (default: the everyday-questions users as the latest full run wrote them)")
     args = parser.parse_args(argv)
     args.argv = argv
     if args.out is None:
