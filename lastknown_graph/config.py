@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     neo4j_password: SecretStr = SecretStr("")
     neo4j_database: str | None = None
     embedded_path: Path | None = None
-    # Where `python -m lastknown_graph.devtools.local_neo4j` keeps its server (default: ~/.cache/lastknown/neo4j).
+    # Where `python -m lastknown_graph.devtools.local_neo4j` keeps its server (default: ~/.lastknown/neo4j).
     neo4j_home: Path | None = None
 
     # The one user `lastknown mcp` serves when started without --user (an MCP host's config sets it).

@@ -194,7 +194,7 @@ lastknown ask --user alice --grounded "What's my sister's name?"   # "I don't kn
 
     find = _command(commands, common, "find", "search current and historical facts by meaning", """
 lastknown find --user alice "where does the user live" -k 3
-lastknown find --user alice "where does the user live" --status retired --topic location
+lastknown find --user alice "where does the user live" --status retired --topic home_location
 lastknown find --user alice "plans" --kind moment --valid-between 2024-01-01 2024-06-30
 """, run_find)
     find.add_argument("query")
@@ -205,7 +205,7 @@ lastknown find --user alice "plans" --kind moment --valid-between 2024-01-01 202
     filters.add_argument("--kind", action="append", metavar="KIND", help="state or moment (default: both)")
     filters.add_argument("--domain", action="append", metavar="DOMAIN",
                          help="a volatility domain, e.g. location; unassigned: facts without one")
-    filters.add_argument("--topic", action="append", metavar="TOPIC", help="a topic, e.g. location")
+    filters.add_argument("--topic", action="append", metavar="TOPIC", help="an attribute, e.g. home_location")
     filters.add_argument("--valid-between", nargs=2, metavar=("FROM", "TO"),
                          help="facts true on at least one day from FROM to TO (YYYY-MM-DD, both included)")
 
