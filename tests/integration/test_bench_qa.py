@@ -236,6 +236,20 @@ def test_a_recorded_answer_is_given_again_without_the_server_and_metered_as_a_ca
     assert meter.by_purpose()["probe"].calls == 1
 
 
+def test_a_record_cut_short_by_a_stopped_run_asks_its_last_request_again(tmp_path: Path) -> None:
+    record = tmp_path / "r1.jsonl"
+    messages = [{"role": "user", "content": "Name a colour of the spectrum."}]
+    with ScriptedLLMServer([Rule(purpose="probe", reply=["indigo", "violet"])]) as server:
+        arguments: dict[str, Any] = {"base_url": server.base_url, "model": "scripted", "api_key": "x"}
+        assert SharedAnswersLLM(record, **arguments).text(messages, purpose="probe") == "indigo"
+        whole = record.read_text(encoding="utf-8")
+        record.write_text(whole[: len(whole) // 2], encoding="utf-8")  # the run stopped while writing it
+        assert SharedAnswersLLM(record, **arguments).text(messages, purpose="probe") == "violet"
+        assert SharedAnswersLLM(record, **arguments).text(messages, purpose="probe") == "violet"  # recorded whole
+        asked = len(server.chat_requests("probe"))
+    assert asked == 2
+
+
 # ------------------------------------------------------------------------------------------------- the data
 
 # Answers that are the user's words inferred, not repeated: "on my own" and invoices to her clients -> freelance.
