@@ -74,6 +74,28 @@ def test_only_the_facts_closest_to_the_question_are_read_most_recent_first() -> 
     assert "Plays the oboe" in memory.context()  # the whole state is still what context() gives an agent
 
 
+def test_facts_of_one_day_are_read_in_the_order_of_their_words_whatever_their_ids() -> None:
+    """Fact ids are random per store: two memories written alike must give the answer the same context."""
+    said = {"Keeps bees on the roof": 0, "Brews cider in autumn": 1, "Carves spoons from birch": 2,
+            "Flies a kite on windy days": 3}
+
+    def four_facts(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            return {"facts": [{"text": text, "topic": "hobby", "kind": "state", "inferred": False,
+                               "evidence": [index]} for text, index in said.items()]}
+        return "Scripted answer." if call.purpose == "answer" else 0.1
+
+    contexts = []
+    for _ in range(2):
+        memory = Memory(ScriptedModel(four_facts), HashedEmbedder(), "ada", EmbeddedStore(None),
+                        answer_settings=AnswerSettings(facts=4))
+        memory.write(["I keep bees on the roof.", "I brew cider in autumn.", "I carve spoons from birch.",
+                      "I fly a kite on windy days."], date="2024-03-02", session="s1")
+        contexts.append(memory.ask("What do I do with my weekends?").context)
+    assert contexts[0] == contexts[1]
+    assert contexts[0].split("\n\n")[0].splitlines()[1:] == [f"- [2024-03-02] {text}" for text in sorted(said)]
+
+
 def test_forgotten_words_are_never_quoted() -> None:
     memory, _ = lyon_then_porto()
     [porto] = memory.current()
