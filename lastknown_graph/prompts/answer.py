@@ -14,9 +14,16 @@ SYSTEM = ("You are a helpful assistant with a memory of the user. Below is what 
           "say you do not know.")
 
 
+# Said only where there are notes, so an answer with none gets the prompt above word for word. Without it the
+# short prompt answered "Yes, the user still lives in Portland now" to "does the user still live in Seattle?" with
+# the note in front of it (STALE's state questions, bench/results/answer-prompt.md, *Premise notes*).
+NOTES_HEADING = ("Premise notes for this message (it assumes something that stopped being true: say briefly what "
+                 "changed, then answer for what is true now):")
+
+
 def answer_messages(context: str, premise_notes: list[str], question: str) -> list[dict[str, str]]:
     notes = "\n".join(f"- {note}" for note in premise_notes)
     system = f"{SYSTEM}\n\n{context}"
     if notes:
-        system += f"\n\nPremise notes for this message:\n{notes}"
+        system += f"\n\n{NOTES_HEADING}\n{notes}"
     return [{"role": "system", "content": system}, {"role": "user", "content": question}]

@@ -11,6 +11,7 @@ from lastknown_graph import EmbeddedStore, Memory
 from lastknown_graph.domain.models import MessageRecord, ScoredSentence, SessionRecord, SessionWrite
 from lastknown_graph.pipeline.answer_context import FACTS_HEADING, AnswerSettings
 from lastknown_graph.pipeline.user_words import SAID_HEADING, render_sentences
+from lastknown_graph.prompts.answer import NOTES_HEADING, SYSTEM, answer_messages
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from tests.scripted_moves import moving_to_porto
 
@@ -163,3 +164,13 @@ def test_sentences_render_with_their_day_and_notes_and_nothing_renders_empty() -
 def test_bad_settings_are_refused(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         AnswerSettings(**bad)  # type: ignore[arg-type]
+
+
+def test_premise_notes_come_with_what_to_do_about_them_and_an_answer_without_notes_gets_the_prompt_unchanged() -> None:
+    context = f"{FACTS_HEADING}\n- [2024-06-01] Lives in Porto"
+    [plain, _] = answer_messages(context, [], "Where do I live?")
+    assert plain["content"] == f"{SYSTEM}\n\n{context}"
+    note = "The message may assume \"Lives in Lyon\", which is no longer true (since 2024-06-01: Lives in Porto)."
+    [noted, question] = answer_messages(context, [note], "Do I still live in Lyon?")
+    assert noted["content"] == f"{SYSTEM}\n\n{context}\n\n{NOTES_HEADING}\n- {note}"
+    assert "say briefly what changed" in NOTES_HEADING and question["content"] == "Do I still live in Lyon?"
