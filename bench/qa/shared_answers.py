@@ -47,16 +47,17 @@ class SharedAnswersLLM(LLM):
         self._lock = threading.Lock()
         self._answers: dict[str, dict[str, Any]] = {}
         if record.exists():
+            lines = record.read_text(encoding="utf-8").splitlines()
             kept: list[str] = []
-            for line in record.read_text(encoding="utf-8").splitlines():
+            for line in lines:
                 try:
                     entry = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a line cut short by a stopped run: that request is asked again
                 self._answers[entry["key"]] = entry["response"]
                 kept.append(line)
-            # Written back whole, so that the next answer is not appended to the cut line.
-            record.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
+            if len(kept) < len(lines):  # written back whole, so that the next answer is not appended to the cut line
+                record.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
 
     def _send(self, what: str, send: Callable[[], R]) -> R:
         request = send.keywords if isinstance(send, functools.partial) else None
