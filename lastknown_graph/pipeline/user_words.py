@@ -2,8 +2,8 @@
 vector at write time, and listed with their days.
 
 A fact the extraction never wrote has nothing behind it in the facts, and a question about it found nothing (a naive
-RAG over the user's sentences answered it). Where a sentence's turn is behind a fact that is no longer true, a note
-beside it says what replaced it (or that a passing moment held only then), so an old statement is not taken for the
+RAG over the user's sentences answered it). Where a sentence is behind a fact that is no longer true, a note beside
+it says what replaced it (or that a passing moment held only then), so an old statement is not taken for the
 current one.
 """
 
@@ -15,6 +15,7 @@ from lastknown_graph.domain.models import FactStatus, HistoryEntry, ScoredSenten
 from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.embedders.protocol import Embedder
+from lastknown_graph.pipeline.grounding import likely_sources
 from lastknown_graph.prompts.naive_rag import RETRIEVED_HEADING
 from lastknown_graph.store import Store
 
@@ -32,16 +33,24 @@ def closest_sentences(*, store: Store, user_id: str, embedding: Sequence[float],
     return sorted(found, key=lambda s: (s.day, s.session_id, s.index, s.sentence_index))
 
 
+SentenceKey = tuple[str, int]  # a message's id and a sentence's position in it
+
+
 def ended_notes(store: Store, user_id: str, history: Sequence[HistoryEntry],
-                message_ids: Collection[str]) -> dict[str, list[str]]:
-    """For each of ``message_ids`` behind a fact that is no longer true: what it said then and what holds since (a
-    passing moment: that it held only then)."""
+                message_ids: Collection[str]) -> dict[SentenceKey, list[str]]:
+    """For each sentence of ``message_ids`` that a fact no longer true came from: what it said then and what holds
+    since (a passing moment: that it held only then).
+
+    A note goes beside the sentences of the turn that share the most words with the fact (all of them when none
+    shares any: an inferred fact names no words of its own), not beside every sentence of the turn: a moment's note
+    beside the turn's other sentences, about something else, cost answers (bench/results/answer-prompt.md, *Notes
+    beside the sentence they are about*)."""
     # A copy a dream merged into a fact saying the same still holds as long as that fact does.
     ended = {e.fact.id: e for e in history if e.fact.status in (FactStatus.RETIRED, FactStatus.EXPIRED)
              and not any(link.stage == Stage.DREAM_MERGED for link in e.replaced_by)}
     if not ended or not message_ids:
         return {}
-    notes: dict[str, list[str]] = {}
+    notes: dict[SentenceKey, list[str]] = {}
     for source in store.source_messages(user_id, ended):
         if source.message_id in message_ids:
             entry = ended[source.fact_id]
@@ -50,17 +59,18 @@ def ended_notes(store: Store, user_id: str, history: Sequence[HistoryEntry],
             else:
                 since = "; ".join(f"since {link.at.isoformat()}: {link.fact_text}" for link in entry.replaced_by)
                 note = f"'{entry.fact.text}' is no longer true" + (f" ({since})" if since else "")
-            notes.setdefault(source.message_id, []).append(note)
+            for position in likely_sources(entry.fact.text, sentences(source.text)):
+                notes.setdefault((source.message_id, position), []).append(note)
     return notes
 
 
-def render_sentences(said: Sequence[ScoredSentence], notes: Mapping[str, Sequence[str]]) -> str:
+def render_sentences(said: Sequence[ScoredSentence], notes: Mapping[SentenceKey, Sequence[str]]) -> str:
     """The section of the closest sentences for the answer's context; empty when there is none."""
     if not said:
         return ""
     lines = [SAID_HEADING]
     for sentence in said:
-        marks = "".join(f" [{note}]" for note in notes.get(sentence.message_id, ()))
+        marks = "".join(f" [{note}]" for note in notes.get((sentence.message_id, sentence.sentence_index), ()))
         flat = " ".join(sentence.text.split())  # a line break inside a sentence would start a line of its own
         lines.append(f'- [{sentence.day.isoformat()}] "{flat}"{marks}')
     return "\n".join(lines)

@@ -19,11 +19,15 @@ SYSTEM = ("You are a helpful assistant with a memory of the user. Below is what 
 # the note in front of it (STALE's state questions, bench/results/answer-prompt.md, *Premise notes*).
 NOTES_HEADING = ("Premise notes for this message (it assumes something that stopped being true: say briefly what "
                  "changed, then answer for what is true now):")
+# After the notes, where a small model reads it last: with the heading alone it still led with "Yes" to "does the user
+# still live in Seattle?" in 2 of 5 STALE answers that had the note; with this line in none, and the everyday
+# questions with notes kept 14 of 24 either way (bench/results/answer-prompt.md, *Yes or No first*).
+NOTES_CLOSING = "A yes-or-no question gets Yes or No first, then one reason."
 
 
 def answer_messages(context: str, premise_notes: list[str], question: str) -> list[dict[str, str]]:
     notes = "\n".join(f"- {note}" for note in premise_notes)
     system = f"{SYSTEM}\n\n{context}"
     if notes:
-        system += f"\n\n{NOTES_HEADING}\n{notes}"
+        system += f"\n\n{NOTES_HEADING}\n{notes}\n{NOTES_CLOSING}"
     return [{"role": "system", "content": system}, {"role": "user", "content": question}]

@@ -11,7 +11,7 @@ from lastknown_graph import EmbeddedStore, Memory
 from lastknown_graph.domain.models import MessageRecord, ScoredSentence, SessionRecord, SessionWrite
 from lastknown_graph.pipeline.answer_context import FACTS_HEADING, AnswerSettings
 from lastknown_graph.pipeline.user_words import SAID_HEADING, render_sentences
-from lastknown_graph.prompts.answer import NOTES_HEADING, SYSTEM, answer_messages
+from lastknown_graph.prompts.answer import NOTES_CLOSING, NOTES_HEADING, SYSTEM, answer_messages
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
 from tests.scripted_moves import moving_to_porto
 
@@ -154,9 +154,33 @@ def test_a_line_break_inside_a_sentence_never_starts_a_line_of_its_own() -> None
 def test_sentences_render_with_their_day_and_notes_and_nothing_renders_empty() -> None:
     said = ScoredSentence(message_id="m-1", session_id="s-1", day=date(2024, 2, 3), index=0, sentence_index=1,
                           text="We adopted a kitten.", similarity=0.5)
-    assert render_sentences([said], {"m-1": ["'Has no pets' is no longer true"]}) == (
+    assert render_sentences([said], {("m-1", 1): ["'Has no pets' is no longer true"]}) == (
         f"{SAID_HEADING}\n- [2024-02-03] \"We adopted a kitten.\" ['Has no pets' is no longer true]")
+    assert render_sentences([said], {("m-1", 0): ["'Has no pets' is no longer true"]}) == (
+        f"{SAID_HEADING}\n- [2024-02-03] \"We adopted a kitten.\"")  # a note of the turn's other sentence
     assert render_sentences([], {}) == ""
+
+
+def test_a_note_stands_beside_the_sentence_the_ended_fact_came_from_not_the_turn_s_other_sentences() -> None:
+    def moment_then_another(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            text = call.messages[-1]["content"]
+            if "ferry" in text:
+                return {"facts": [{"text": "Is on the ferry to the island", "topic": "current_activity",
+                                   "kind": "moment", "inferred": False, "evidence": [0]}]}
+            return {"facts": [{"text": "Is at the harbour market", "topic": "current_activity", "kind": "moment",
+                               "inferred": False, "evidence": [0]}]}
+        return "Scripted answer." if call.purpose == "answer" else 0.1
+    memory = Memory(ScriptedModel(moment_then_another), HashedEmbedder(), "ada", EmbeddedStore(None))
+    memory.write(["I'm on the ferry to the island right now. My brother keeps bees in the hills."],
+                 date="2024-03-01", session="s1")
+    memory.write(["At the harbour market right now."], date="2024-03-09", session="s2")
+    assert [f.text for f in memory.current()] == ["Is at the harbour market"]  # the ferry passed
+    context = memory.ask("Does my brother keep bees?").context
+    lines = {line.split('"')[1]: line for line in context.splitlines() if line.startswith("- [2024-03-01]")}
+    assert lines["I'm on the ferry to the island right now."].endswith(
+        "['Is on the ferry to the island' held only at that moment]")
+    assert lines["My brother keeps bees in the hills."] == '- [2024-03-01] "My brother keeps bees in the hills."'
 
 
 @pytest.mark.parametrize("bad", [{"facts": -1}, {"facts": True}, {"sentences": 2.5}, {"min_similarity": 1.5},
@@ -172,5 +196,5 @@ def test_premise_notes_come_with_what_to_do_about_them_and_an_answer_without_not
     assert plain["content"] == f"{SYSTEM}\n\n{context}"
     note = "The message may assume \"Lives in Lyon\", which is no longer true (since 2024-06-01: Lives in Porto)."
     [noted, question] = answer_messages(context, [note], "Do I still live in Lyon?")
-    assert noted["content"] == f"{SYSTEM}\n\n{context}\n\n{NOTES_HEADING}\n- {note}"
+    assert noted["content"] == f"{SYSTEM}\n\n{context}\n\n{NOTES_HEADING}\n- {note}\n{NOTES_CLOSING}"
     assert "say briefly what changed" in NOTES_HEADING and question["content"] == "Do I still live in Lyon?"
