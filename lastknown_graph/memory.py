@@ -34,6 +34,7 @@ from lastknown_graph.pipeline.answer_checks import (
     adds_nothing_the_memory_holds,
     answer_or_unknown,
     asks_two_things,
+    names_no_one_the_memory_holds,
     quote_backs,
 )
 from lastknown_graph.pipeline.answer_context import AnswerSettings, answer_context
@@ -358,8 +359,9 @@ class Memory(MemoryReader):
         ``grounded``: the question asks what the user said ("What's my sister's name?"), so an answer no line of
         the memory backs is worse than none. One short call first asks the model to copy the line that answers;
         unless the code finds that line in the context (``Answer.quote``), the answer is that the memory does not
-        know, and the answer call is not made; an answer adding no word any line holds is answered so too. A
-        question asking two things is answered as without ``grounded``.
+        know, and the answer call is not made; an answer adding no word any line holds, or giving no name a line
+        holds to a question asking for one, is answered so too. A question asking two things is answered as without
+        ``grounded``.
         Leave it off for a request that is not about the user ("suggest a recipe"): no line answers those.
         """
         with tracing.span(tracing.ASK, {tracing.USER: tracing.pseudonym(self.user)}) as current:
@@ -388,7 +390,8 @@ class Memory(MemoryReader):
                 written = model.text(answer_messages(context, notes, question), purpose="answer", meter=meter,
                                      max_tokens=max_tokens)
                 text = answer_or_unknown(written, context)  # a copy of the context is no answer
-                if quote is not None and adds_nothing_the_memory_holds(question, written, context):
+                if quote is not None and (adds_nothing_the_memory_holds(question, written, context)
+                                          or names_no_one_the_memory_holds(question, written, context)):
                     text = UNKNOWN_ANSWER  # the quote backed, but the answer says what no line holds
             replaced = written if written is not None and text != written else None
             current.set_attribute(tracing.ANSWER_COPIED_CONTEXT, replaced is not None)

@@ -27,6 +27,10 @@ memory holds: at least one of the content words or numbers it adds to the questi
 counts as in the lines where one of its dates is), and an answer to a what/which/who/where/when question that adds
 nothing at all ("Yes, I drive a car") says nothing. Replayed on the 336 recorded grounded answers
 (bench/results/answer-prompt.md, *An answer naming what no line holds*).
+
+A grounded answer to a question asking for a name must hold a name of the memory's lines: a small model asked for a
+choir's name the user never said answers with what the user called it ("a community choir"), and a quote of that line
+backs it (bench/results/answer-prompt.md, *A name the memory never held*).
 """
 
 from __future__ import annotations
@@ -55,6 +59,9 @@ _FACT_LINE: Final = re.compile(r'-\s+(?:\[\d{4}-\d{2}-\d{2}\]\s+)?(?!["\u201c])(
 # A question asking for a value, not for a yes or a no.
 _ASKS_FOR_A_VALUE: Final = re.compile(r"\s*(?:what|which|who|whom|whose|where|when)\b", re.IGNORECASE)
 _DATE: Final = re.compile(r"\b\d{4}-(\d{2})-\d{2}\b")
+# A question asking for a value that is a name: "What's my rabbit called?", "What was the agency's name?".
+_NAME_WORDS: Final = re.compile(r"\b(?:names?|called)\b", re.IGNORECASE)
+_WORD: Final = re.compile(r"[^\W\d_][\w'’-]*")
 _HEADINGS: Final = tuple(normalised(heading.split("(")[0])
                          for heading in (FACTS_HEADING, PAST_HEADING, SAID_HEADING))
 
@@ -106,6 +113,24 @@ def adds_nothing_the_memory_holds(question: str, answer: str, context: str) -> b
     listed = " ".join(_listed(context))
     months = " ".join(MONTHS[int(month) - 1] for month in set(_DATE.findall(listed)) if 1 <= int(month) <= 12)
     return not added & content_stems(f"{listed} {months}") and not added_numbers & _numbers(listed)
+
+
+def names_no_one_the_memory_holds(question: str, answer: str, context: str) -> bool:
+    """A question asking for a name gets an answer holding no name a listed line of the context holds: a name there
+    is a word written capitalised and never in lower case ("Lumen", not "Community" beside "community choir"). An
+    answer in a script without case is not judged."""
+    if not (_ASKS_FOR_A_VALUE.match(question) and _NAME_WORDS.search(question)):
+        return False
+    if any(character.isalpha() and character.lower() == character.upper() for character in answer):
+        return False  # no capitals to tell a name by
+    listed = _WORD.findall(" ".join(_listed(context)))
+    lower = {word for word in listed if word.islower()}
+    names = {_bare(word) for word in listed if word[0].isupper() and word.lower() not in lower}
+    return not any(_bare(word) in names for word in _WORD.findall(answer))
+
+
+def _bare(word: str) -> str:
+    return re.sub(r"['’]s$", "", word)
 
 
 def _numbers(text: str) -> set[int]:

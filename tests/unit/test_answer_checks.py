@@ -13,6 +13,7 @@ from lastknown_graph.pipeline.answer_checks import (
     answer_or_unknown,
     asks_two_things,
     copies_the_context,
+    names_no_one_the_memory_holds,
     quote_backs,
 )
 from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
@@ -148,6 +149,24 @@ def test_an_answer_must_add_something_a_line_holds(question: str, answer: str, a
     assert adds_nothing_the_memory_holds(question, answer, CONTEXT) is adds_nothing
 
 
+ROWING = (f"{SAID_HEADING}\n- [2024-03-02] \"I row with a local rowing club on Sundays.\"\n"
+          "- [2024-03-09] \"Local races start at dawn.\"\n- [2024-04-01] \"My coach, Ileana, is strict.\"")
+
+
+@pytest.mark.parametrize(("question", "answer", "no_name"), [
+    ("What's the name of my rowing club?", "Your rowing club is called a local rowing club.", True),
+    ("What's the name of my rowing club?", "It is the Local rowing club.", True),  # "local" is written in lower case
+    ("What's my coach called?", "Ileana.", False),  # a name the user wrote
+    ("What's my coach's name?", "Your coach's name is Ileana.", False),
+    ("What's the name of my rowing club?", "Thamesview Rowing Club.", True),  # a name no line holds
+    ("When do I row?", "On Sundays.", False),  # not asking for a name
+    ("Name three things I do on Sundays.", "Rowing.", False),  # "name" as a request, not a question for one
+    ("What's the name of my rowing club?", "ボート部です。", False),  # a script without capitals: not judged
+])
+def test_a_question_asking_for_a_name_needs_a_name_a_line_holds(question: str, answer: str, no_name: bool) -> None:
+    assert names_no_one_the_memory_holds(question, answer, ROWING) is no_name
+
+
 def _porto_model(quote: str, answer: str = "Your surname is Sousa.") -> ScriptedModel:
     def answering(call: ModelCall) -> object:
         if call.purpose == "extraction":
@@ -188,6 +207,19 @@ def test_a_grounded_answer_naming_what_no_line_holds_is_that_the_memory_does_not
     assert (answer.text, answer.quote, answer.replaced) == (UNKNOWN_ANSWER, "I live in Porto.",
                                                             "Your surname is Sousa.")
     assert memory.ask("What's my surname?").text == "Your surname is Sousa."  # not grounded: not checked
+
+
+def test_a_grounded_answer_giving_no_name_a_line_holds_for_a_name_is_that_the_memory_does_not_know() -> None:
+    # The quote backs and the answer's words are in a line (so it adds something the memory holds), but it gives
+    # a description for the name the user never said.
+    model = _porto_model("I live in Porto.", answer="Your street is called the steep street.")
+    memory = Memory(model, HashedEmbedder(), "ada", EmbeddedStore(None))
+    memory.write(["I live in Porto, on a steep street."], date="2024-06-01", session="s1")
+    answer = memory.ask("What's the name of my street?", grounded=True)
+    assert (answer.text, answer.replaced) == (UNKNOWN_ANSWER, "Your street is called the steep street.")
+    named = Memory(_porto_model("I live in Porto.", answer="Porto."), HashedEmbedder(), "ada", EmbeddedStore(None))
+    named.write(["I live in Porto."], date="2024-06-01", session="s1")
+    assert named.ask("What's the name of my city?", grounded=True).text == "Porto."
 
 
 def test_without_grounded_or_for_two_questions_no_quote_is_asked() -> None:
