@@ -39,6 +39,7 @@ import re
 from typing import Final
 
 from lastknown_graph.domain.calendar_words import MONTHS
+from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.pipeline.answer_context import FACTS_HEADING
 from lastknown_graph.pipeline.context import PAST_HEADING
 from lastknown_graph.pipeline.grounding import content_stems
@@ -62,6 +63,11 @@ _DATE: Final = re.compile(r"\b\d{4}-(\d{2})-\d{2}\b")
 # A question asking for a value that is a name: "What's my rabbit called?", "What was the agency's name?".
 _NAME_WORDS: Final = re.compile(r"\b(?:names?|called)\b", re.IGNORECASE)
 _WORD: Final = re.compile(r"[^\W\d_][\w'’-]*")
+_LINE_START: Final = re.compile(r'^-\s+(?:\[\d{4}-\d{2}-\d{2}\]\s+)?["\u201c]?')
+# A note in brackets and the fact texts it quotes start texts of their own: "['Works at ...' is no longer true (since
+# 2024-06-01: Lives in ...)]" holds no name in "Works" or "Lives".
+_OPENS_A_TEXT: Final = re.compile(r"\[|: |['‘\"“]")
+_NOT_NAMES: Final = frozenset("i i'm i've i'd i'll".split())  # noqa: SIM905
 _HEADINGS: Final = tuple(normalised(heading.split("(")[0])
                          for heading in (FACTS_HEADING, PAST_HEADING, SAID_HEADING))
 
@@ -117,16 +123,17 @@ def adds_nothing_the_memory_holds(question: str, answer: str, context: str) -> b
 
 def names_no_one_the_memory_holds(question: str, answer: str, context: str) -> bool:
     """A question asking for a name gets an answer holding no name a listed line of the context holds: a name there
-    is a word written capitalised and never in lower case ("Lumen", not "Community" beside "community choir"). An
-    answer in a script without case is not judged."""
+    is a word capitalised inside a sentence ("I translate for Lumen"; "a community choir" holds none), in the user's
+    words or a fact's, so a user who types in lower case still has the names the facts spell. An answer in a script
+    without case is not judged."""
     if not (_ASKS_FOR_A_VALUE.match(question) and _NAME_WORDS.search(question)):
         return False
     if any(character.isalpha() and character.lower() == character.upper() for character in answer):
         return False  # no capitals to tell a name by
-    listed = _WORD.findall(" ".join(_listed(context)))
-    lower = {word for word in listed if word.islower()}
-    names = {_bare(word) for word in listed if word[0].isupper() and word.lower() not in lower}
-    return not any(_bare(word) in names for word in _WORD.findall(answer))
+    names = {_bare(word).casefold() for line in _listed(context)
+             for part in _OPENS_A_TEXT.split(_LINE_START.sub("", line)) for sentence in sentences(part)
+             for word in _WORD.findall(sentence)[1:] if word[0].isupper() and word.casefold() not in _NOT_NAMES}
+    return not any(_bare(word).casefold() in names for word in _WORD.findall(answer))
 
 
 def _bare(word: str) -> str:

@@ -16,6 +16,7 @@ from lastknown_graph.pipeline.answer_checks import (
     names_no_one_the_memory_holds,
     quote_backs,
 )
+from lastknown_graph.pipeline.answer_context import FACTS_HEADING
 from lastknown_graph.pipeline.context import NOW_HEADING, PAST_HEADING
 from lastknown_graph.pipeline.user_words import SAID_HEADING
 from lastknown_graph.testing import HashedEmbedder, ModelCall, ScriptedModel
@@ -149,7 +150,8 @@ def test_an_answer_must_add_something_a_line_holds(question: str, answer: str, a
     assert adds_nothing_the_memory_holds(question, answer, CONTEXT) is adds_nothing
 
 
-ROWING = (f"{SAID_HEADING}\n- [2024-03-02] \"I row with a local rowing club on Sundays.\"\n"
+ROWING = (f"{SAID_HEADING}\n- [2024-03-02] \"I row with a local rowing club on Sundays.\" ['Works at the docks' is no "
+          "longer true (since 2024-03-02: Rows at dawn)]\n"
           "- [2024-03-09] \"Local races start at dawn.\"\n- [2024-04-01] \"My coach, Ileana, is strict.\"")
 
 
@@ -162,9 +164,17 @@ ROWING = (f"{SAID_HEADING}\n- [2024-03-02] \"I row with a local rowing club on S
     ("When do I row?", "On Sundays.", False),  # not asking for a name
     ("Name three things I do on Sundays.", "Rowing.", False),  # "name" as a request, not a question for one
     ("What's the name of my rowing club?", "ボート部です。", False),  # a script without capitals: not judged
+    ("What's the name of my rowing club?", "The Rowing club, Works.", True),  # only a note's opening words
 ])
 def test_a_question_asking_for_a_name_needs_a_name_a_line_holds(question: str, answer: str, no_name: bool) -> None:
     assert names_no_one_the_memory_holds(question, answer, ROWING) is no_name
+
+
+def test_a_user_who_types_in_lower_case_keeps_the_names_the_facts_spell() -> None:
+    typed = (f"{FACTS_HEADING}\n- [2024-03-02] Has a cat named Oskar\n\n"
+             f'{SAID_HEADING}\n- [2024-03-02] "my cat oskar hates rain"')
+    assert not names_no_one_the_memory_holds("What's my cat called?", "Oskar.", typed)
+    assert names_no_one_the_memory_holds("What's my cat called?", "Oskar.", typed.split("\n\n")[1])  # no fact
 
 
 def _porto_model(quote: str, answer: str = "Your surname is Sousa.") -> ScriptedModel:
