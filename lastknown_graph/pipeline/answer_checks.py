@@ -42,7 +42,7 @@ from lastknown_graph.domain.calendar_words import MONTHS
 from lastknown_graph.domain.sentences import sentences
 from lastknown_graph.pipeline.answer_context import FACTS_HEADING
 from lastknown_graph.pipeline.context import PAST_HEADING
-from lastknown_graph.pipeline.grounding import content_stems
+from lastknown_graph.pipeline.grounding import content_stems, without_possessive
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.pipeline.user_words import SAID_HEADING
 from lastknown_graph.prompts.answer_quote import NONE_REPLY
@@ -130,14 +130,10 @@ def names_no_one_the_memory_holds(question: str, answer: str, context: str) -> b
         return False
     if any(character.isalpha() and character.lower() == character.upper() for character in answer):
         return False  # no capitals to tell a name by
-    names = {_bare(word).casefold() for line in _listed(context)
+    names = {without_possessive(word).casefold() for line in _listed(context)
              for part in _OPENS_A_TEXT.split(_LINE_START.sub("", line)) for sentence in sentences(part)
              for word in _WORD.findall(sentence)[1:] if word[0].isupper() and word.casefold() not in _NOT_NAMES}
-    return not any(_bare(word).casefold() in names for word in _WORD.findall(answer))
-
-
-def _bare(word: str) -> str:
-    return re.sub(r"['’]s$", "", word)
+    return not any(without_possessive(word).casefold() in names for word in _WORD.findall(answer))
 
 
 def _numbers(text: str) -> set[int]:

@@ -32,6 +32,11 @@ considering dreams hopes tries tried avoids avoided suffers suffered recovering 
 """.split())  # noqa: SIM905 - a word list reads better as text
 
 
+def without_possessive(word: str) -> str:
+    """The word without an ending 's ("Lumen's" -> "Lumen"): a name said in the possessive is the same name."""
+    return re.sub(r"['’]s$", "", word)
+
+
 def _looks_like_a_verb(word: str) -> bool:
     """Third-person, past or -ing forms ("Hikes", "Adopted", "Running") open facts; names rarely end so."""
     lowered = word.lower()
@@ -46,7 +51,7 @@ def _proper_nouns(text: str) -> list[str]:
             continue
         if _starts_sentence(text, match.start()) and (word.lower() in _FACT_OPENERS or _looks_like_a_verb(word)):
             continue
-        nouns.append(re.sub(r"['’]s$", "", word))
+        nouns.append(without_possessive(word))
     return nouns
 
 
@@ -55,7 +60,7 @@ def _capitalised_opener(fact_text: str) -> str | None:
     first = _WORD.match(fact_text.strip())
     if first is None:
         return None  # another script, or no word: nothing to tell
-    word = re.sub(r"['’]s$", "", first.group(0))
+    word = without_possessive(first.group(0))
     if not word[0].isupper() or word.lower() in _NOT_NAMES or word.lower() in _FACT_OPENERS:
         return None
     return word
@@ -95,7 +100,7 @@ def ungrounded_terms(fact_text: str, user_messages: list[str]) -> list[str]:
     """Names and numbers in ``fact_text`` that appear in none of the user's messages."""
     source = " ".join(user_messages).lower()
     source_words = {w.lower() for w in _WORD.findall(source)} | {
-        re.sub(r"['’]s$", "", w.lower()) for w in _WORD.findall(source)
+        without_possessive(w.lower()) for w in _WORD.findall(source)
     }
     source_numbers = set(_NUMBER.findall(source))
     # Whole words: "Stan" is not grounded by "can't stand". A month or weekday the user named in another language is
@@ -168,7 +173,7 @@ def reads_like_an_answer(fact_text: str, user_messages: list[str]) -> bool:
     size, own = _own_share(fact_text, user_messages)
     if size >= _LONG_FACT_WORDS and own < _MIN_OWN_WORDS:
         return True
-    if words[0] not in _WORLD_OPENERS or any(re.sub(r"['’]s$", "", w) in _PEOPLE for w in words):
+    if words[0] not in _WORLD_OPENERS or any(without_possessive(w) in _PEOPLE for w in words):
         return False
     return own < _MIN_OWN_WORDS
 
