@@ -55,15 +55,16 @@ _YES_OR_NO: Final = frozenset({"yes", "no"})
 # The verbs whose third person is not the first or second plus an s, as normalised() leaves them ("I'm" -> "i m").
 _FIRST_PERSON: Final = {"am": "is", "m": "is", "are": "is", "re": "is", "have": "has", "ve": "has", "was": "was",
                          "were": "was"}
-# A fact's line: "- [date] Text"; a line of the user's quoted words opens '"' after its date.
-_FACT_LINE: Final = re.compile(r'-\s+(?:\[\d{4}-\d{2}-\d{2}\]\s+)?(?!["\u201c])(.+)')
+# A listed line opens "- [date] "; a fact's line then holds its text, a line of the user's quoted words opens '"'.
+_DATED: Final = r"-\s+(?:\[\d{4}-\d{2}-\d{2}\]\s+)?"
+_FACT_LINE: Final = re.compile(_DATED + r'(?!["\u201c])(.+)')
 # A question asking for a value, not for a yes or a no.
 _ASKS_FOR_A_VALUE: Final = re.compile(r"\s*(?:what|which|who|whom|whose|where|when)\b", re.IGNORECASE)
 _DATE: Final = re.compile(r"\b\d{4}-(\d{2})-\d{2}\b")
 # A question asking for a value that is a name: "What's my rabbit called?", "What was the agency's name?".
 _NAME_WORDS: Final = re.compile(r"\b(?:names?|called)\b", re.IGNORECASE)
 _WORD: Final = re.compile(r"[^\W\d_][\w'’-]*")
-_LINE_START: Final = re.compile(r'^-\s+(?:\[\d{4}-\d{2}-\d{2}\]\s+)?["\u201c]?')
+_LINE_START: Final = re.compile("^" + _DATED + r'["\u201c]?')
 # A note in brackets and the fact texts it quotes start texts of their own: "['Works at ...' is no longer true (since
 # 2024-06-01: Lives in ...)]" holds no name in "Works" or "Lives".
 _OPENS_A_TEXT: Final = re.compile(r"\[|: |['‘\"“]")
