@@ -600,6 +600,13 @@ class HistoryEntry(Frozen):
     replaced_by: tuple[ReplacementLink, ...] = ()
     evidence_against: tuple[ReplacementLink, ...] = ()  # disputed facts that contradict it
 
+    @property
+    def aged_out(self) -> bool:
+        """A passing moment that ended with no fact behind its end: a dream expired it because its day is past
+        (``pipeline/dream.py``). It is not untrue: it is what happened on its day, and nothing said since replaced
+        it."""
+        return self.fact.kind is FactKind.MOMENT and self.fact.status is FactStatus.EXPIRED and not self.replaced_by
+
 
 class ReviewVerdict(StrEnum):
     """The user's decision on a retirement in the review queue."""

@@ -8,6 +8,11 @@ bench/results/answer-prompt.md, *The answer reads the closest facts and the user
 reads the closest of each, with no floor, as naive RAG does, plus what only the memory knows: the facts it
 extracted, and which of the user's sentences stopped being true and what replaced them. ``context()`` keeps the
 whole state for an agent's own prompt.
+
+A passing moment a dream expired because its day is past (``HistoryEntry.aged_out``) is read as before the dream:
+among the closest facts, dated and marked as a moment, with no note. It is not untrue, only past; taking it out let an
+unrelated fact take its place among the five, which cost 5 of 46 paired answers and its note 1 more
+(bench/results/dream-paired-replay.md). A dream takes it out of ``context()`` only.
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lastknown_graph.domain.models import HistoryEntry
+from lastknown_graph.domain.models import FactStatus, HistoryEntry, ScoredFact
 from lastknown_graph.domain.validation import count_argument, number_argument
 from lastknown_graph.pipeline.context import NOTHING_KNOWN, fact_line
 from lastknown_graph.pipeline.user_words import closest_sentences, ended_notes, render_sentences
 from lastknown_graph.store import Store
 
 FACTS_HEADING = "What is true about the user now:"
+_CURRENT_OR_EXPIRED = frozenset({FactStatus.CURRENT, FactStatus.EXPIRED})
 
 
 @dataclass(frozen=True)
@@ -45,16 +51,17 @@ def answer_context(*, store: Store, user_id: str, embedding: Sequence[float], hi
                    settings: AnswerSettings) -> str:
     """The facts section and the sentences section, each left out when empty; a line saying nothing is known when
     both are."""
-    sections = [_closest_facts(store, user_id, embedding, settings)]
+    sections = [_closest_facts(store, user_id, embedding, history, settings)]
     said = closest_sentences(store=store, user_id=user_id, embedding=embedding, count=settings.sentences)
     sections.append(render_sentences(said, ended_notes(store, user_id, history, {s.message_id for s in said})))
     return "\n\n".join(section for section in sections if section) or f"{FACTS_HEADING}\n{NOTHING_KNOWN}"
 
 
-def _closest_facts(store: Store, user_id: str, embedding: Sequence[float], settings: AnswerSettings) -> str:
+def _closest_facts(store: Store, user_id: str, embedding: Sequence[float], history: Sequence[HistoryEntry],
+                   settings: AnswerSettings) -> str:
     if settings.facts == 0:
         return ""
-    found = [s.fact for s in store.similar_facts(user_id, embedding, settings.facts)
+    found = [s.fact for s in _closest_current_or_aged_out(store, user_id, embedding, history, settings.facts)
              if s.similarity >= settings.min_similarity]
     if not found:
         return ""
@@ -63,3 +70,16 @@ def _closest_facts(store: Store, user_id: str, embedding: Sequence[float], setti
     # the everyday questions, bench/results/qa-qwen2.5-coder-1.5b.md).
     found.sort(key=lambda fact: (-fact.valid_from.toordinal(), fact.text, fact.id))
     return "\n".join([FACTS_HEADING, *(fact_line(fact) for fact in found)])
+
+
+def _closest_current_or_aged_out(store: Store, user_id: str, embedding: Sequence[float],
+                                 history: Sequence[HistoryEntry], count: int) -> list[ScoredFact]:
+    """The ``count`` facts closest to ``embedding`` among the current ones and the moments that aged out: one search
+    over current and expired facts, deep enough to hold ``count`` of them after the other expired ones (a moment a
+    later one replaced, a copy a dream merged) are left out."""
+    aged_out = {entry.fact.id for entry in history if entry.aged_out}
+    if not aged_out:
+        return store.similar_facts(user_id, embedding, count)
+    other_expired = sum(1 for entry in history if entry.fact.status is FactStatus.EXPIRED and not entry.aged_out)
+    found = store.similar_facts(user_id, embedding, count + other_expired, _CURRENT_OR_EXPIRED)
+    return [s for s in found if s.fact.status is FactStatus.CURRENT or s.fact.id in aged_out][:count]

@@ -45,9 +45,11 @@ def ended_notes(store: Store, user_id: str, history: Sequence[HistoryEntry],
     shares any: an inferred fact names no words of its own), not beside every sentence of the turn: a moment's note
     beside the turn's other sentences, about something else, cost answers (bench/results/answer-prompt.md, *Notes
     beside the sentence they are about*)."""
-    # A copy a dream merged into a fact saying the same still holds as long as that fact does.
+    # A copy a dream merged into a fact saying the same still holds as long as that fact does. A moment that aged
+    # out is not untrue, and its sentence's day says when it held: its note cost an answer
+    # (bench/results/dream-paired-replay.md).
     ended = {e.fact.id: e for e in history if e.fact.status in (FactStatus.RETIRED, FactStatus.EXPIRED)
-             and not any(link.stage == Stage.DREAM_MERGED for link in e.replaced_by)}
+             and not e.aged_out and not any(link.stage == Stage.DREAM_MERGED for link in e.replaced_by)}
     if not ended or not message_ids:
         return {}
     notes: dict[SentenceKey, list[str]] = {}

@@ -23,6 +23,7 @@ from lastknown_graph.domain.models import (
 )
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.errors import StaleStateError, UndoConflictError
+from lastknown_graph.pipeline.answer_context import FACTS_HEADING, AnswerSettings, answer_context
 from lastknown_graph.store.records import REDACTED_REASON
 from tests.builders import SessionBuilder, new_user, vec
 
@@ -138,6 +139,21 @@ def test_the_memory_before_a_dream_reads_as_it_was(store: Store) -> None:
     assert then[ids["strict"]] == (FactStatus.CURRENT, "diet")
     now = {e.fact.id: e.fact.status for e in reader.history(known_at=datetime.now(UTC) + timedelta(seconds=1))}
     assert now[ids["train"]] is FactStatus.EXPIRED
+
+
+def test_an_answer_reads_the_moment_a_dream_expired_by_age_and_no_fact_the_dream_ended(store: Store) -> None:
+    """The answer's search goes deeper than the facts it lists by the expired facts it leaves out (here the merged
+    copy), so the moment that only aged is among them on both stores."""
+    user, ids = _legacy_memory(store)
+    MemoryReader(store, user).dream()
+    history = store.history(user)
+    assert {e.fact.id for e in history if e.aged_out} == {ids["train"]}  # the copy expired too, into the text kept
+
+    context = answer_context(store=store, user_id=user, embedding=vec(5), history=history, settings=AnswerSettings())
+
+    assert sorted(context.splitlines()) == sorted([
+        FACTS_HEADING, "- [2024-02-01] Lives in Porto", "- [2023-01-05] Is vegan",
+        "- [2023-01-05] Is on the train right now (at that moment)"])
 
 
 def test_an_implied_value_resolving_a_stated_one_waits_in_the_review_queue(store: Store) -> None:

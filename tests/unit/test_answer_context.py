@@ -183,6 +183,36 @@ def test_a_note_stands_beside_the_sentence_the_ended_fact_came_from_not_the_turn
     assert lines["My brother keeps bees in the hills."] == '- [2024-03-01] "My brother keeps bees in the hills."'
 
 
+def test_a_moment_a_dream_expired_by_age_is_read_as_before_and_one_a_later_moment_replaced_is_not() -> None:
+    """A dream takes a past moment out of context() only: the answer reads it as it did before the dream."""
+    def moments(call: ModelCall) -> object:
+        if call.purpose == "extraction":
+            text = call.messages[-1]["content"]
+            if "Pixel" in text:
+                return {"facts": [{"text": "Has a cat named Pixel", "topic": "pet", "kind": "state",
+                                   "inferred": False, "evidence": [0]}]}
+            said = "Is on the ferry to the island" if "ferry" in text else "Is at the harbour market"
+            return {"facts": [{"text": said, "topic": "current_activity", "kind": "moment", "inferred": False,
+                               "evidence": [0]}]}
+        return "Scripted answer." if call.purpose == "answer" else 0.1
+    memory = Memory(ScriptedModel(moments), HashedEmbedder(), "ada", EmbeddedStore(None))
+    memory.write(["I'm on the ferry to the island right now."], date="2024-03-01", session="s1")
+    memory.write(["At the harbour market right now."], date="2024-03-09", session="s2")
+    memory.write(["My cat Pixel sleeps in the boat shed."], date="2024-04-20", session="s3")
+    question = "What was I doing at the harbour market?"
+    before = memory.ask(question).context
+    plan = memory.dream()
+    assert [d.proposal.kind for d in plan.decisions] == ["expire"]  # the market's day is past; the ferry had ended
+    [aged] = [e for e in memory.history() if e.aged_out]
+    assert aged.fact.text == "Is at the harbour market" and "harbour market" not in memory.context()
+    after = memory.ask(question).context
+    assert after == before
+    facts = after.split("\n\n")[0].splitlines()
+    assert "- [2024-03-09] Is at the harbour market (at that moment)" in facts
+    assert not any("ferry" in line for line in facts)  # the later moment replaced it: it is no fact of now
+    assert '- [2024-03-09] "At the harbour market right now."' in after.splitlines()  # no note beside it
+
+
 @pytest.mark.parametrize("bad", [{"facts": -1}, {"facts": True}, {"sentences": 2.5}, {"min_similarity": 1.5},
                                  {"sentences": -1}])
 def test_bad_settings_are_refused(bad: dict[str, object]) -> None:
