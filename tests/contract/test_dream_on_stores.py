@@ -149,7 +149,10 @@ def test_an_answer_reads_the_moment_a_dream_expired_by_age_and_no_fact_the_dream
     history = store.history(user)
     assert {e.fact.id for e in history if e.aged_out} == {ids["train"]}  # the copy expired too, into the text kept
 
-    context = answer_context(store=store, user_id=user, embedding=vec(5), history=history, settings=AnswerSettings())
+    # Nearest the merged copy (vec 5), and near every other fact: no cosine below 0.
+    near_all = [sum(parts) for parts in zip(*(vec(seed) for seed in (1, 2, 3, 4, 5, 5)), strict=True)]
+    context = answer_context(store=store, user_id=user, embedding=near_all, history=history,
+                             settings=AnswerSettings(facts=3))  # three of the four current or expired facts
 
     assert sorted(context.splitlines()) == sorted([
         FACTS_HEADING, "- [2024-02-01] Lives in Porto", "- [2023-01-05] Is vegan",
