@@ -376,7 +376,7 @@ class Memory(MemoryReader):
             [embedding] = self.embedder.embed([question])
             notes = self._premise_notes(question, meter, history, embedding)
             context = answer_context(store=self.store, user_id=self.user, embedding=embedding, history=history,
-                                     settings=self.answer_settings)
+                                     attributes=self.attributes, settings=self.answer_settings)
             model = tracing.traced(self.llm)
             quote, backed = None, True
             if grounded and not asks_two_things(question):

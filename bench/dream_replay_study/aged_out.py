@@ -37,7 +37,7 @@ for uid in ("marta", "jonas", "keiko"):
         same = 0
         for q in users[uid].questions:
             [emb] = e.embed([q.question])
-            prompt = {s: (answer_context(store=m.store, user_id=m.user, embedding=emb, history=hist[s], settings=AnswerSettings()),
+            prompt = {s: (answer_context(store=m.store, user_id=m.user, embedding=emb, history=hist[s], attributes=m.attributes, settings=AnswerSettings()),
                           tuple(m._premise_notes(q.question, UsageMeter(), hist[s], emb))) for s, m in mems.items()}
             same += prompt["memory"] == prompt["memory-dream"]
             todo.append((prompt["memory"] != prompt["memory-dream"], uid, run, q, {s: (mems[s], prompt[s]) for s in mems}))

@@ -9,18 +9,20 @@ reads the closest of each, with no floor, as naive RAG does, plus what only the 
 extracted, and which of the user's sentences stopped being true and what replaced them. ``context()`` keeps the
 whole state for an agent's own prompt.
 
-A passing moment a dream expired because its day is past (``HistoryEntry.aged_out``) is read as before the dream:
-among the closest facts, dated and marked as a moment, with no note. It is not untrue, only past; taking it out let an
-unrelated fact take its place among the five, which cost 5 of 46 paired answers and its note 1 more
-(bench/results/dream-paired-replay.md). A dream takes it out of ``context()`` only.
+A passing moment a dream expired because its day is past (``HistoryEntry.aged_out``) is read as it would be
+without the dream: among the closest facts, dated and marked as a moment, with no note, until a later moment of its
+attribute is said, which would have expired it (then as any moment a later one replaced). It is not untrue, only
+past; taking it out let an unrelated fact take its place among the five, which cost 5 of 46 paired answers and its
+note 1 more (bench/results/dream-paired-replay.md). A dream takes it out of ``context()`` only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from lastknown_graph.domain.models import FactStatus, HistoryEntry, ScoredFact
+from lastknown_graph.domain.attributes import AttributeTable
+from lastknown_graph.domain.models import FactKind, FactStatus, HistoryEntry, ScoredFact
 from lastknown_graph.domain.validation import count_argument, number_argument
 from lastknown_graph.pipeline.context import NOTHING_KNOWN, fact_line
 from lastknown_graph.pipeline.user_words import closest_sentences, ended_notes, render_sentences
@@ -48,20 +50,35 @@ class AnswerSettings:
 
 
 def answer_context(*, store: Store, user_id: str, embedding: Sequence[float], history: Sequence[HistoryEntry],
-                   settings: AnswerSettings) -> str:
+                   attributes: AttributeTable, settings: AnswerSettings) -> str:
     """The facts section and the sentences section, each left out when empty; a line saying nothing is known when
     both are."""
-    sections = [_closest_facts(store, user_id, embedding, history, settings)]
+    as_before = moments_read_as_before_the_dream(history, attributes)
+    sections = [_closest_facts(store, user_id, embedding, history, as_before, settings)]
     said = closest_sentences(store=store, user_id=user_id, embedding=embedding, count=settings.sentences)
-    sections.append(render_sentences(said, ended_notes(store, user_id, history, {s.message_id for s in said})))
+    sections.append(render_sentences(said, ended_notes(store, user_id, history, {s.message_id for s in said},
+                                                       unnoted=as_before)))
     return "\n\n".join(section for section in sections if section) or f"{FACTS_HEADING}\n{NOTHING_KNOWN}"
 
 
+def moments_read_as_before_the_dream(history: Sequence[HistoryEntry], attributes: AttributeTable) -> frozenset[str]:
+    """The ids of the moments a dream expired by age that no moment of their attribute said later would have
+    expired (a write expires the current moments of the new one's attribute: ``pipeline/write.py``)."""
+    moments = [e.fact for e in history if e.fact.kind is FactKind.MOMENT]
+    return frozenset(
+        entry.fact.id for entry in history if entry.aged_out and not any(
+            later.id != entry.fact.id
+            and (later.valid_from, later.recorded_at) > (entry.fact.valid_from, entry.fact.recorded_at)
+            and attributes.resolve(later.topic) is attributes.resolve(entry.fact.topic)
+            for later in moments))
+
+
 def _closest_facts(store: Store, user_id: str, embedding: Sequence[float], history: Sequence[HistoryEntry],
-                   settings: AnswerSettings) -> str:
+                   as_before: Collection[str], settings: AnswerSettings) -> str:
     if settings.facts == 0:
         return ""
-    found = [s.fact for s in _closest_current_or_aged_out(store, user_id, embedding, history, settings.facts)
+    found = [s.fact for s in _closest_current_or_as_before(store, user_id, embedding, history, as_before,
+                                                           settings.facts)
              if s.similarity >= settings.min_similarity]
     if not found:
         return ""
@@ -72,14 +89,14 @@ def _closest_facts(store: Store, user_id: str, embedding: Sequence[float], histo
     return "\n".join([FACTS_HEADING, *(fact_line(fact) for fact in found)])
 
 
-def _closest_current_or_aged_out(store: Store, user_id: str, embedding: Sequence[float],
-                                 history: Sequence[HistoryEntry], count: int) -> list[ScoredFact]:
-    """The ``count`` facts closest to ``embedding`` among the current ones and the moments that aged out: one search
-    over current and expired facts, deep enough to hold ``count`` of them after the other expired ones (a moment a
-    later one replaced, a copy a dream merged) are left out."""
-    aged_out = {entry.fact.id for entry in history if entry.aged_out}
-    if not aged_out:
+def _closest_current_or_as_before(store: Store, user_id: str, embedding: Sequence[float],
+                                  history: Sequence[HistoryEntry], as_before: Collection[str],
+                                  count: int) -> list[ScoredFact]:
+    """The ``count`` facts closest to ``embedding`` among the current ones and the expired moments in ``as_before``:
+    one search over current and expired facts, deep enough to hold ``count`` of them after the other expired ones (a
+    moment a later one replaced, a copy a dream merged) are left out."""
+    if not as_before:
         return store.similar_facts(user_id, embedding, count)
-    other_expired = sum(1 for entry in history if entry.fact.status is FactStatus.EXPIRED and not entry.aged_out)
+    other_expired = sum(1 for e in history if e.fact.status is FactStatus.EXPIRED and e.fact.id not in as_before)
     found = store.similar_facts(user_id, embedding, count + other_expired, _CURRENT_OR_EXPIRED)
-    return [s for s in found if s.fact.status is FactStatus.CURRENT or s.fact.id in aged_out][:count]
+    return [s for s in found if s.fact.status is FactStatus.CURRENT or s.fact.id in as_before][:count]

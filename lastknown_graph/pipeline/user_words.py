@@ -36,20 +36,18 @@ def closest_sentences(*, store: Store, user_id: str, embedding: Sequence[float],
 SentenceKey = tuple[str, int]  # a message's id and a sentence's position in it
 
 
-def ended_notes(store: Store, user_id: str, history: Sequence[HistoryEntry],
-                message_ids: Collection[str]) -> dict[SentenceKey, list[str]]:
+def ended_notes(store: Store, user_id: str, history: Sequence[HistoryEntry], message_ids: Collection[str],
+                unnoted: Collection[str] = ()) -> dict[SentenceKey, list[str]]:
     """For each sentence of ``message_ids`` that a fact no longer true came from: what it said then and what holds
-    since (a passing moment: that it held only then).
+    since (a passing moment: that it held only then). The ended facts in ``unnoted`` get none.
 
     A note goes beside the sentences of the turn that share the most words with the fact (all of them when none
     shares any: an inferred fact names no words of its own), not beside every sentence of the turn: a moment's note
     beside the turn's other sentences, about something else, cost answers (bench/results/answer-prompt.md, *Notes
     beside the sentence they are about*)."""
-    # A copy a dream merged into a fact saying the same still holds as long as that fact does. A moment that aged
-    # out is not untrue, and its sentence's day says when it held: its note cost an answer
-    # (bench/results/dream-paired-replay.md).
+    # A copy a dream merged into a fact saying the same still holds as long as that fact does.
     ended = {e.fact.id: e for e in history if e.fact.status in (FactStatus.RETIRED, FactStatus.EXPIRED)
-             and not e.aged_out and not any(link.stage == Stage.DREAM_MERGED for link in e.replaced_by)}
+             and e.fact.id not in unnoted and not any(link.stage == Stage.DREAM_MERGED for link in e.replaced_by)}
     if not ended or not message_ids:
         return {}
     notes: dict[SentenceKey, list[str]] = {}

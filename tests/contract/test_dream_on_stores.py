@@ -8,6 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from lastknown_graph import MemoryReader, Store
+from lastknown_graph.domain.attributes import AttributeTable
 from lastknown_graph.domain.dream import DreamVerdict, ProposalKind
 from lastknown_graph.domain.models import (
     DreamExpiry,
@@ -152,7 +153,7 @@ def test_an_answer_reads_the_moment_a_dream_expired_by_age_and_no_fact_the_dream
     # Nearest the merged copy (vec 5), and near every other fact: no cosine below 0.
     near_all = [sum(parts) for parts in zip(*(vec(seed) for seed in (1, 2, 3, 4, 5, 5)), strict=True)]
     context = answer_context(store=store, user_id=user, embedding=near_all, history=history,
-                             settings=AnswerSettings(facts=3))  # three of the four current or expired facts
+                             attributes=AttributeTable(), settings=AnswerSettings(facts=3))  # 3 of the 4 not retired
 
     assert sorted(context.splitlines()) == sorted([
         FACTS_HEADING, "- [2024-02-01] Lives in Porto", "- [2023-01-05] Is vegan",

@@ -183,34 +183,49 @@ def test_a_note_stands_beside_the_sentence_the_ended_fact_came_from_not_the_turn
     assert lines["My brother keeps bees in the hills."] == '- [2024-03-01] "My brother keeps bees in the hills."'
 
 
-def test_a_moment_a_dream_expired_by_age_is_read_as_before_and_one_a_later_moment_replaced_is_not() -> None:
-    """A dream takes a past moment out of context() only: the answer reads it as it did before the dream."""
-    def moments(call: ModelCall) -> object:
-        if call.purpose == "extraction":
-            text = call.messages[-1]["content"]
-            if "Pixel" in text:
-                return {"facts": [{"text": "Has a cat named Pixel", "topic": "pet", "kind": "state",
-                                   "inferred": False, "evidence": [0]}]}
-            said = "Is on the ferry to the island" if "ferry" in text else "Is at the harbour market"
-            return {"facts": [{"text": said, "topic": "current_activity", "kind": "moment", "inferred": False,
+def _moments(call: ModelCall) -> object:
+    """Scripted: one fact per turn, a moment of what the user is doing unless the turn is about the cat."""
+    if call.purpose == "extraction":
+        text = call.messages[-1]["content"]
+        if "Pixel" in text:
+            return {"facts": [{"text": "Has a cat named Pixel", "topic": "pet", "kind": "state", "inferred": False,
                                "evidence": [0]}]}
-        return "Scripted answer." if call.purpose == "answer" else 0.1
-    memory = Memory(ScriptedModel(moments), HashedEmbedder(), "ada", EmbeddedStore(None))
-    memory.write(["I'm on the ferry to the island right now."], date="2024-03-01", session="s1")
+        said = next(f"Is at the {place}" for place in ("ferry", "harbour market", "bakery") if place in text)
+        return {"facts": [{"text": said, "topic": "current_activity", "kind": "moment", "inferred": False,
+                           "evidence": [0]}]}
+    return "Scripted answer." if call.purpose == "answer" else 0.1
+
+
+def _moments_memory() -> Memory:
+    memory = Memory(ScriptedModel(_moments), HashedEmbedder(), "ada", EmbeddedStore(None))
+    memory.write(["I'm at the ferry right now."], date="2024-03-01", session="s1")
     memory.write(["At the harbour market right now."], date="2024-03-09", session="s2")
     memory.write(["My cat Pixel sleeps in the boat shed."], date="2024-04-20", session="s3")
+    return memory
+
+
+def test_a_moment_a_dream_expired_by_age_is_read_as_without_the_dream_and_leaves_context_only() -> None:
     question = "What was I doing at the harbour market?"
-    before = memory.ask(question).context
-    plan = memory.dream()
+    dreamless, dreaming = _moments_memory(), _moments_memory()
+    plan = dreaming.dream()
     assert [d.proposal.kind for d in plan.decisions] == ["expire"]  # the market's day is past; the ferry had ended
-    [aged] = [e for e in memory.history() if e.aged_out]
-    assert aged.fact.text == "Is at the harbour market" and "harbour market" not in memory.context()
-    after = memory.ask(question).context
-    assert after == before
-    facts = after.split("\n\n")[0].splitlines()
+    [aged] = [e for e in dreaming.history() if e.aged_out]
+    assert aged.fact.text == "Is at the harbour market" and "harbour market" not in dreaming.context()
+    context = dreaming.ask(question).context
+    assert context == dreamless.ask(question).context
+    facts = context.split("\n\n")[0].splitlines()
     assert "- [2024-03-09] Is at the harbour market (at that moment)" in facts
-    assert not any("ferry" in line for line in facts)  # the later moment replaced it: it is no fact of now
-    assert '- [2024-03-09] "At the harbour market right now."' in after.splitlines()  # no note beside it
+    assert not any("ferry" in line for line in facts)  # a later moment replaced it: no fact of now
+    assert '- [2024-03-09] "At the harbour market right now."' in context.splitlines()  # no note beside it
+
+    # A later moment of its attribute would have expired it without the dream: from then on it reads so.
+    for memory in (dreamless, dreaming):
+        memory.write(["At the bakery now."], date="2024-05-02", session="s4")
+    context = dreaming.ask(question).context
+    assert context == dreamless.ask(question).context
+    assert not any("harbour market (at that moment)" in line for line in context.splitlines())
+    assert ('- [2024-03-09] "At the harbour market right now." '
+            "['Is at the harbour market' held only at that moment]") in context.splitlines()
 
 
 @pytest.mark.parametrize("bad", [{"facts": -1}, {"facts": True}, {"sentences": 2.5}, {"min_similarity": 1.5},
