@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 
-from lastknown_graph.domain.attributes import Attribute, AttributeTable
+from lastknown_graph.domain.attributes import OTHER, Attribute, AttributeTable
 from lastknown_graph.domain.models import Fact, FactKind
 from lastknown_graph.domain.validation import count_argument, number_argument
 from lastknown_graph.llm import ChatModel, UsageMeter
@@ -102,6 +102,16 @@ class Verdict:
 def is_repetition(new_text: str, attribute: Attribute, stored: Fact, table: AttributeTable) -> bool:
     """The same words about the same attribute: a confirmation, whatever the cardinality."""
     return table.resolve(stored.topic) is attribute and normalised(stored.text) == normalised(new_text)
+
+
+def says_a_filed_fact_again(new_text: str, new_kind: FactKind, attribute: Attribute, stored: Fact) -> bool:
+    """A fact the write could not file (``other``) in the words of a current fact of another attribute: that fact
+    said again. A dream's classification moves facts out of ``other``, and the next saying of one became a second
+    current copy, which no merge joins (merges stay within one attribute): the trace in
+    bench/results/dream-aged-out-replay.md. The other way round is no repetition: a label the check supports files
+    the words where the fact under ``other`` could not be."""
+    return (attribute.name == OTHER and stored.kind is new_kind and stored.topic != OTHER
+            and normalised(stored.text) == normalised(new_text))
 
 
 def same_value(new_text: str, stored: Fact) -> bool:

@@ -81,6 +81,7 @@ from lastknown_graph.pipeline.judgment import (
     moment_expires,
     needs_judgment,
     same_value,
+    says_a_filed_fact_again,
     which_no_longer_true,
 )
 from lastknown_graph.pipeline.label_check import AttributeLabels
@@ -304,6 +305,9 @@ class _Planner:
         source_ids = tuple(self.messages[i].id for i in evidence)
         stored = [f for f in self.current if self.attribute_of(f) is attribute and f.id not in self.touched]
         repeated = next((f for f in stored if is_repetition(fact.text, attribute, f, self.attributes)), None)
+        if repeated is None and attribute.name == OTHER:
+            repeated = next((f for f in self.current if f.id not in self.touched
+                             and says_a_filed_fact_again(fact.text, kind, attribute, f)), None)
         if repeated is None and kind is FactKind.STATE and not fact.ended:
             repeated = next((f for f in stored if f.kind is FactKind.STATE and f.valid_from <= self.day
                              and same_value(fact.text, f)), None)

@@ -148,6 +148,24 @@ def test_the_same_value_again_confirms_with_no_call(
     assert [(f.text, f.confirmed_in) for f in memory.current()] == [("Lives in Lyon", ("s2",))]
 
 
+def test_the_same_words_the_write_could_not_file_confirm_the_fact_filed_under_an_attribute_not_the_reverse(
+    script: Script, model: ScriptedModel, memory: Memory, routes: list[tuple[Route, ...]]
+) -> None:
+    """A dream's classification takes a fact out of ``other``; said again and filed there, it is that fact again."""
+    lives_in_lyon(script, memory)
+    script.extractions["still"] = [state("Lives in Lyon", "other")]
+    report = memory.write(["Lyon, still."], date="2024-06-01", session="s2")
+    assert [(c.text, c.said_as) for c in report.confirmed] == [("Lives in Lyon", "Lives in Lyon")]
+    assert report.added == () and routes[-1] == (Route.REPEATED,)
+    script.extractions["bees"] = [state("Keeps bees", "other")]
+    memory.write(["I keep bees."], date="2024-06-02", session="s3")
+    script.extractions["hives"] = [state("Keeps bees", "hobby")]
+    report = memory.write(["Two hives now, I keep bees."], date="2024-06-03", session="s4")
+    assert [f.text for f in report.added] == ["Keeps bees"]  # filed where the one under other could not be
+    assert sorted((f.text, f.topic) for f in memory.current()) == [
+        ("Keeps bees", "hobby"), ("Keeps bees", "other"), ("Lives in Lyon", "home_location")]
+
+
 @pytest.mark.parametrize("said", ["Honestly I prefer living in a city.", "We live in a city now."])
 def test_a_vaguer_stated_value_is_asked_once_and_fits_confirms_and_adds_nothing(
     script: Script, model: ScriptedModel, memory: Memory, routes: list[tuple[Route, ...]], said: str
