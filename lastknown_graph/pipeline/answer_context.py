@@ -62,13 +62,13 @@ def answer_context(*, store: Store, user_id: str, embedding: Sequence[float], hi
 
 
 def moments_read_as_before_the_dream(history: Sequence[HistoryEntry], attributes: AttributeTable) -> frozenset[str]:
-    """The ids of the moments a dream expired by age that no moment of their attribute said later would have
-    expired (a write expires the current moments of the new one's attribute: ``pipeline/write.py``)."""
+    """The ids of the moments a dream expired by age that no moment written after them would have expired without
+    the dream: a write expires the current moments of the new one's attribute stated on its day or before
+    (``pipeline/write.py``)."""
     moments = [e.fact for e in history if e.fact.kind is FactKind.MOMENT]
     return frozenset(
         entry.fact.id for entry in history if entry.aged_out and not any(
-            later.id != entry.fact.id
-            and (later.valid_from, later.recorded_at) > (entry.fact.valid_from, entry.fact.recorded_at)
+            later.recorded_at > entry.fact.recorded_at and later.valid_from >= entry.fact.valid_from
             and attributes.resolve(later.topic) is attributes.resolve(entry.fact.topic)
             for later in moments))
 

@@ -228,6 +228,23 @@ def test_a_moment_a_dream_expired_by_age_is_read_as_without_the_dream_and_leaves
             "['Is at the harbour market' held only at that moment]") in context.splitlines()
 
 
+def test_a_moment_written_after_it_but_dated_later_does_not_end_what_the_answer_reads_of_an_aged_out_one() -> None:
+    """Written out of date order, the bakery (May) did not expire the market (March) without a dream: nor with one."""
+    memories = []
+    for _ in range(2):
+        memory = Memory(ScriptedModel(_moments), HashedEmbedder(), "ada", EmbeddedStore(None))
+        memory.write(["At the bakery now."], date="2024-05-02", session="s1")
+        memory.write(["At the harbour market right now."], date="2024-03-09", session="s2")
+        memories.append(memory)
+    dreamless, dreaming = memories
+    dreaming.dream()
+    assert [e.fact.text for e in dreaming.history() if e.aged_out] == ["Is at the harbour market"]
+    question = "What was I doing at the harbour market?"
+    context = dreaming.ask(question).context
+    assert context == dreamless.ask(question).context
+    assert "- [2024-03-09] Is at the harbour market (at that moment)" in context.splitlines()
+
+
 @pytest.mark.parametrize("bad", [{"facts": -1}, {"facts": True}, {"sentences": 2.5}, {"min_similarity": 1.5},
                                  {"sentences": -1}])
 def test_bad_settings_are_refused(bad: dict[str, object]) -> None:
