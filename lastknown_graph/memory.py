@@ -353,7 +353,8 @@ class Memory(MemoryReader):
     def ask(self, question: str, *, max_tokens: int = ANSWER_MAX_TOKENS, grounded: bool = False) -> Answer:
         """Answer from the current facts and the user's own sentences closest to the question (each marked where
         what it said is no longer true), and premise notes in the system prompt (``Answer.context`` is all but the
-        notes; ``pipeline/answer_context.py`` says why not the whole state, which ``context()`` gives).
+        notes; ``pipeline/answer_context.py`` says why not the whole state, which ``context()`` gives, and why a
+        moment a dream expired by age is read as without the dream).
 
         ``max_tokens`` bounds the reply (a slow local model may be capped to its first sentence or two).
         ``grounded``: the question asks what the user said ("What's my sister's name?"), so an answer no line of
