@@ -228,7 +228,7 @@ def test_a_moment_a_dream_expired_by_age_is_read_as_without_the_dream_and_leaves
             "['Is at the harbour market' held only at that moment]") in context.splitlines()
 
 
-def test_a_moment_written_after_it_but_dated_later_does_not_end_what_the_answer_reads_of_an_aged_out_one() -> None:
+def test_a_moment_dated_later_but_written_before_it_does_not_end_what_the_answer_reads_of_an_aged_out_one() -> None:
     """Written out of date order, the bakery (May) did not expire the market (March) without a dream: nor with one."""
     memories = []
     for _ in range(2):
