@@ -65,12 +65,16 @@ def moments_read_as_before_the_dream(history: Sequence[HistoryEntry], attributes
     """The ids of the moments a dream expired by age that no moment written after them would have expired without
     the dream: a write expires the current moments of the new one's attribute stated on its day or before
     (``pipeline/write.py``)."""
-    moments = [e.fact for e in history if e.fact.kind is FactKind.MOMENT]
+    aged_out = [entry.fact for entry in history if entry.aged_out]
+    if not aged_out:
+        return frozenset()
+    moments = [(attributes.resolve(e.fact.topic), e.fact.recorded_at, e.fact.valid_from)
+               for e in history if e.fact.kind is FactKind.MOMENT]
     return frozenset(
-        entry.fact.id for entry in history if entry.aged_out and not any(
-            later.recorded_at > entry.fact.recorded_at and later.valid_from >= entry.fact.valid_from
-            and attributes.resolve(later.topic) is attributes.resolve(entry.fact.topic)
-            for later in moments))
+        fact.id for fact in aged_out if not any(
+            attribute is attributes.resolve(fact.topic) and recorded_at > fact.recorded_at
+            and valid_from >= fact.valid_from
+            for attribute, recorded_at, valid_from in moments))
 
 
 def _closest_facts(store: Store, user_id: str, embedding: Sequence[float], history: Sequence[HistoryEntry],
