@@ -305,7 +305,7 @@ class _Planner:
         source_ids = tuple(self.messages[i].id for i in evidence)
         stored = [f for f in self.current if self.attribute_of(f) is attribute and f.id not in self.touched]
         repeated = next((f for f in stored if is_repetition(fact.text, attribute, f, self.attributes)), None)
-        if repeated is None and attribute.name == OTHER:
+        if repeated is None:
             repeated = next((f for f in self.current if f.id not in self.touched
                              and says_a_filed_fact_again(fact.text, kind, attribute, f)), None)
         if repeated is None and kind is FactKind.STATE and not fact.ended:
