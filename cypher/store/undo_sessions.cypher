@@ -1,6 +1,7 @@
 // name: undo_sessions
-// purpose: undo sessions of a user as if they had never been written: delete the replacement links they wrote
-//          (a link names its replacing fact's session; an overtaken link was written by the old fact's session),
+// purpose: undo sessions of a user as if they had never been written: delete the replacement links they wrote,
+//          rejected ones too (a link names its replacing fact's session; an overtaken link was written by the old
+//          fact's session; a dream's link outlives its session otherwise, as a dream adds no fact),
 //          make $restored_fact_ids current again with no end date (the facts only these sessions had retired or
 //          expired, decided by lastknown_graph/store/undo.py), give the facts of $topic_reverts the topic they had
 //          before a dream classified them, then delete the facts they added with every edge
@@ -12,7 +13,7 @@
 // example: :param user_id => "alice"; :param session_ids => ["s-17"]; :param restored_fact_ids => ["f-1"];
 //          :param topic_reverts => [{fact_id: "f-2", topic: "location"}]
 CALL () {
-  MATCH (:Fact {user_id: $user_id})-[r:SUPERSEDES|EXPIRES|CONTRADICTS]->(old:Fact {user_id: $user_id})
+  MATCH (:Fact {user_id: $user_id})-[r:SUPERSEDES|EXPIRES|CONTRADICTS|SUPERSEDES_REJECTED]->(old:Fact {user_id: $user_id})
   WHERE CASE WHEN coalesce(r.overtaken, false) THEN old.session_id ELSE r.session_id END IN $session_ids
   DELETE r
 }

@@ -320,8 +320,8 @@ def _apply_undo(graph: nx.MultiDiGraph, user_id: str, plan: UndoPlan, undone_at:
     fact_keys = [k for _, k, t in graph.out_edges(_user_key(user_id), keys=True) if t == "KNOWS"]
     for key in fact_keys:
         for _, target, edge_type, attrs in list(graph.out_edges(key, keys=True, data=True)):
-            if edge_type not in RELATION_OF_EDGE:
-                continue
+            if edge_type not in RELATION_OF_EDGE and edge_type != REJECTED_EDGE:
+                continue  # a rejected retirement goes with the session that proposed it (a dream adds no fact)
             writer = graph.nodes[target]["session_id"] if attrs.get("overtaken") else attrs["session_id"]
             if writer in undone:
                 graph.remove_edge(key, target, key=edge_type)
