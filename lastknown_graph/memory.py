@@ -186,7 +186,8 @@ class Memory(MemoryReader):
             return self._labels.supports(attribute, vectors[fact.id], within, held)
 
         return plan_dream(self.user, current, self.attributes, model_proposals=proposals,
-                          label_support=label_support, model_calls=calls)
+                          label_support=label_support, model_calls=calls,
+                          kept_on_review=self.store.rejected_retirements(self.user))
 
     # ------------------------------------------------------------------ writing
 

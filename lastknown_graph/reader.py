@@ -157,7 +157,8 @@ class MemoryReader:
 
     def _dream_plan_of(self, current: list[Fact]) -> DreamPlan:
         """The plan for the current facts ``current``: the rules' proposals (a ``Memory`` adds its model's)."""
-        return plan_dream(self.user, current, self.attributes)
+        return plan_dream(self.user, current, self.attributes,
+                          kept_on_review=self.store.rejected_retirements(self.user))
 
     def dream(self, *, dry_run: bool = False, day: date | datetime | str | None = None) -> DreamPlan:
         """Consolidate the current memory: apply every proposal of ``dream_plan()`` the validator did not reject (on a

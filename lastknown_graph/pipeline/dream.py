@@ -28,8 +28,9 @@ sends every resolution that rests on a model's classification to the review queu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 
 from lastknown_graph.domain.attributes import OTHER, Attribute, AttributeTable
@@ -50,12 +51,14 @@ from lastknown_graph.domain.models import (
     FactKind,
     FactStatus,
     Refusal,
+    RejectedPair,
     Retirement,
     SessionKind,
     SessionRecord,
 )
 from lastknown_graph.domain.stages import Stage
-from lastknown_graph.pipeline.grounding import about_someone_named, opening_name
+from lastknown_graph.pipeline.grounding import about_someone_named, opening_name, opening_relative
+from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.pipeline.value_rules import (
     NUMBER_WORDS,
     ValueRelation,
@@ -68,6 +71,11 @@ from lastknown_graph.pipeline.value_rules import (
 # Attributes a dream never expires, whatever kind their facts were stored as: one allergy said once among dozens of
 # moments is still the allergy.
 NEVER_EXPIRED: frozenset[str] = frozenset({"health", "allergy", "medication", "family_member"})
+# The same matters under a topic no attribute holds ("allergies", "medical_history" resolve to other) or filed under
+# other: a topic or fact naming one of these word starts is never expired either. Keeping a moment too long costs a
+# line of context; expiring an allergy loses it.
+_NEVER_EXPIRED_WORDS = re.compile(r"\b(allerg|anaphyla|asthma|diabet|epilep|health|medic|illness|diagnos|symptom"
+                                  r"|surgery|hospital|pregnan|injur|family)", re.IGNORECASE)
 
 # The attributes a fact about someone named may be filed under: the people and animals of the user's life. Anything
 # else would make another's news the user's own ("Tomas started at the bakery" as the user's hobby: the small model
@@ -85,15 +93,31 @@ class Evidence:
 
     label_support: LabelSupport | None = None  # None: no embedder, so a model's one-valued label is refused
     model_classified: frozenset[str] = frozenset()
+    # (old fact id, the new fact's words normalised) of each retirement the user rejected on review, as the write
+    # reads them: the user said both stay, so no dream ends one into the other.
+    kept_on_review: frozenset[tuple[str, str]] = frozenset()
+    # The day a merged group's value was last said, by the fact it keeps: a merge keeps the fullest text, which may
+    # be the oldest, and a resolve must not then end the value the user said last as if it were the older one.
+    said_on: Mapping[str, date] = field(default_factory=dict)
+
+    def day_said(self, fact: Fact) -> date:
+        return self.said_on.get(fact.id, fact.valid_from)
+
+    def kept_apart(self, first: Fact, second: Fact) -> bool:
+        """Whether the user, on review, kept one of the two facts when the other would have retired it."""
+        return ((first.id, normalised(second.text)) in self.kept_on_review
+                or (second.id, normalised(first.text)) in self.kept_on_review)
 
 
 def plan_dream(user_id: str, facts: Sequence[Fact], table: AttributeTable, *,
                model_proposals: Sequence[DreamProposal] = (), label_support: LabelSupport | None = None,
-               model_calls: int = 0) -> DreamPlan:
+               model_calls: int = 0, kept_on_review: Iterable[RejectedPair] = ()) -> DreamPlan:
     """The plan for ``facts`` (the user's current facts): every proposal the rules make and ``model_proposals``
-    (classifications of facts under ``other``), each decided."""
+    (classifications of facts under ``other``), each decided. ``kept_on_review``: the retirements the user rejected
+    (``Store.rejected_retirements``), whose two facts no merge or resolve joins."""
     current = [f for f in facts if f.status is FactStatus.CURRENT]
-    evidence = Evidence(label_support=label_support)
+    reviewed = frozenset((pair.old_fact_id, normalised(pair.new_text)) for pair in kept_on_review)
+    evidence = Evidence(label_support=label_support, kept_on_review=reviewed)
     decisions = [validate(p, current, table, evidence) for p in [*_classifications(current, table), *model_proposals]]
     topics = {f.id: f.topic for f in current}
     by_model: set[str] = set()
@@ -103,8 +127,17 @@ def plan_dream(user_id: str, facts: Sequence[Fact], table: AttributeTable, *,
             if decision.proposal.proposed_by is ProposedBy.MODEL:
                 by_model.update(decision.proposal.fact_ids)
     seen = [f.model_copy(update={"topic": topics[f.id]}) for f in current]
-    evidence = Evidence(label_support=label_support, model_classified=frozenset(by_model))
-    decisions += [validate(p, seen, table, evidence) for p in _merges_and_resolutions(seen, table)]
+    evidence = Evidence(label_support=label_support, model_classified=frozenset(by_model), kept_on_review=reviewed)
+    merges = [validate(p, seen, table, evidence) for p in _merges(seen, table)]
+    applied = [d.proposal for d in merges if d.verdict is not DreamVerdict.REJECT]
+    by_id = {f.id: f for f in seen}
+    said_on = {p.keep_fact_id: max(by_id[f].valid_from for f in [p.keep_fact_id, *p.fact_ids])
+               for p in applied if p.keep_fact_id is not None}
+    evidence = replace(evidence, said_on=said_on)
+    merged = {fact_id for p in applied for fact_id in p.fact_ids}
+    decisions += merges
+    decisions += [validate(p, seen, table, evidence)
+                  for p in _resolutions([f for f in seen if f.id not in merged], seen, table, evidence)]
     decisions += [validate(p, seen, table, evidence) for p in _expiries(seen)]
     return DreamPlan(user_id=user_id, decisions=tuple(decisions), model_calls=model_calls)
 
@@ -130,30 +163,41 @@ def _holds(fact: Fact, other: Fact) -> bool:
     return content_words(other.text) <= content_words(fact.text) and names(other.text) <= names(fact.text)
 
 
-def _merges_and_resolutions(facts: Sequence[Fact], table: AttributeTable) -> list[DreamProposal]:
-    proposals: list[DreamProposal] = []
+def _states_by_attribute(facts: Sequence[Fact], table: AttributeTable) -> list[tuple[Attribute, list[Fact]]]:
     by_attribute: dict[str, list[Fact]] = {}
     for fact in facts:
         if fact.kind is FactKind.STATE:
             by_attribute.setdefault(table.resolve(fact.topic).name, []).append(fact)
-    for name, group in sorted(by_attribute.items()):
-        attribute = table.resolve(name)
-        left = list(group)
+    return [(table.resolve(name), group) for name, group in sorted(by_attribute.items())]
+
+
+def _merges(facts: Sequence[Fact], table: AttributeTable) -> list[DreamProposal]:
+    proposals: list[DreamProposal] = []
+    for attribute, group in _states_by_attribute(facts, table):
         for same in _same_value_groups(group, attribute.one_valued):
             keep = _keeper(same)
             merged = tuple(sorted(f.id for f in same if f.id != keep.id))
             proposals.append(DreamProposal(kind=ProposalKind.MERGE, fact_ids=merged, keep_fact_id=keep.id,
-                                           reason=f"the same {name} said {len(same)} ways"))
-            left = [f for f in left if f.id not in merged]
-        left = [f for f in left if _someone(f, facts) is None]  # someone else's fact is no value of the user's
-        if attribute.one_valued and len(left) > 1:
-            # Values said on the newest day stay: nothing tells which of two said the same day is current.
-            newest_day = max(f.valid_from for f in left)
-            ended = tuple(sorted(f.id for f in left if f.valid_from < newest_day))
-            if ended:
-                keep = _keeper([f for f in left if f.valid_from == newest_day])
-                proposals.append(DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=ended, keep_fact_id=keep.id,
-                                               reason=f"one {name} at a time: the value stated last stays"))
+                                           reason=f"the same {attribute.name} said {len(same)} ways"))
+    return proposals
+
+
+def _resolutions(left: Sequence[Fact], facts: Sequence[Fact], table: AttributeTable,
+                 evidence: Evidence) -> list[DreamProposal]:
+    """Of each one-valued attribute, the values said before the newest day end: ``left`` holds no fact a merge
+    applied ended, and a kept text counts from the day its group was last said."""
+    proposals: list[DreamProposal] = []
+    for attribute, group in _states_by_attribute(left, table):
+        values = [f for f in group if _someone(f, facts) is None]  # someone else's fact is no value of the user's
+        if not attribute.one_valued or len(values) < 2:
+            continue
+        # Values said on the newest day stay: nothing tells which of two said the same day is current.
+        newest_day = max(evidence.day_said(f) for f in values)
+        ended = tuple(sorted(f.id for f in values if evidence.day_said(f) < newest_day))
+        if ended:
+            keep = _keeper([f for f in values if evidence.day_said(f) == newest_day])
+            proposals.append(DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=ended, keep_fact_id=keep.id,
+                                           reason=f"one {attribute.name} at a time: the value stated last stays"))
     return proposals
 
 
@@ -213,6 +257,10 @@ def validate(proposal: DreamProposal, facts: Sequence[Fact], table: AttributeTab
         return _decided(proposal, DreamVerdict.REJECT, f"a {proposal.kind} names no fact to keep")
     if any(f.kind is not FactKind.STATE for f in [keep, *changed]):
         return _decided(proposal, DreamVerdict.REJECT, "moments are never merged or resolved, only expired")
+    reviewed = next((f for f in changed if evidence.kept_apart(f, keep)), None)
+    if reviewed is not None:
+        return _decided(proposal, DreamVerdict.REJECT, f"the user kept '{reviewed.text}' beside '{keep.text}' on "
+                        "review")
     attributes = {_attribute(f, table).name for f in [keep, *changed]}
     if len(attributes) != 1:
         return _decided(proposal, DreamVerdict.REJECT,
@@ -270,6 +318,10 @@ def _expire(proposal: DreamProposal, changed: list[Fact], table: AttributeTable)
     [fact] = changed
     if _attribute(fact, table).name in NEVER_EXPIRED:
         return _decided(proposal, DreamVerdict.REJECT, f"{_attribute(fact, table).name} facts never expire")
+    named = _NEVER_EXPIRED_WORDS.search(f"{fact.topic.replace('_', ' ')} {fact.text}")
+    if named is not None:
+        return _decided(proposal, DreamVerdict.REJECT, f"it names {named.group(0).lower()}...: health, family and "
+                        "allergy facts never expire")
     if fact.kind is not FactKind.MOMENT:
         return _decided(proposal, DreamVerdict.REJECT, "only moments expire; a lasting fact ends by what replaces it")
     return _decided(proposal, DreamVerdict.APPLY, "a moment of a past day")
@@ -309,10 +361,10 @@ def _about_someone(members: list[Fact], facts: Sequence[Fact]) -> str | None:
 
 
 def _someone(fact: Fact, facts: Sequence[Fact]) -> str | None:
-    """The name a fact opens with when it is about someone else: a word that reads as a name, or one the user's
-    other facts write capitalised inside a sentence, even when it ends like a verb ("Has a brother named Tomas" makes
-    "Tomas is moving to Lisbon" about Tomas)."""
-    named = opening_name(fact.text)
+    """The name a fact opens with when it is about someone else: a word that reads as a name, a relation ("His
+    sister lives in Oslo"), or a word the user's other facts write capitalised inside a sentence, even when it ends
+    like a verb ("Has a brother named Tomas" makes "Tomas is moving to Lisbon" about Tomas)."""
+    named = opening_name(fact.text) or opening_relative(fact.text)
     if named is not None:
         return named
     if about_someone_named(fact.text, [f.text for f in facts if f.id != fact.id]):
@@ -338,9 +390,10 @@ def _resolve(proposal: DreamProposal, keep: Fact, changed: list[Fact], facts: Se
         return _decided(proposal, DreamVerdict.REJECT, someone)
     if not attribute.one_valued:
         return _decided(proposal, DreamVerdict.REJECT, f"{attribute.name} holds many values at once")
-    if keep.valid_from < max(f.valid_from for f in changed):
+    last_changed = max(evidence.day_said(f) for f in changed)
+    if evidence.day_said(keep) < last_changed:
         return _decided(proposal, DreamVerdict.REJECT, "the value kept is not the one stated last")
-    if keep.valid_from == max(f.valid_from for f in changed):
+    if evidence.day_said(keep) == last_changed:
         return _decided(proposal, DreamVerdict.REJECT, "values said on the same day: nothing tells which is current")
     if keep.inferred and any(not f.inferred for f in changed):
         return _decided(proposal, DreamVerdict.REVIEW, "an implied value ends a stated one: the user decides")
@@ -377,8 +430,12 @@ def dream_write(
         if proposal.kind is ProposalKind.CLASSIFY:
             assert proposal.topic is not None, "the validator applies only a classification naming its attribute"
             [fact_id] = proposal.fact_ids
+            # The model's own reading stays in the plan: what is stored holds no word a model wrote, which no
+            # forgetting of a fact could then find (it may quote another fact, unmarked).
+            reason = (f"proposed by the model; {decision.reason}" if proposal.proposed_by is ProposedBy.MODEL
+                      else proposal.reason)
             classifications.append(Classification(fact_id=fact_id, from_topic=by_id[fact_id].topic,
-                                                  to_topic=proposal.topic, reason=proposal.reason))
+                                                  to_topic=proposal.topic, reason=reason))
         elif proposal.kind is ProposalKind.EXPIRE:
             expiries += [DreamExpiry(fact_id=fact_id, reason=proposal.reason) for fact_id in proposal.fact_ids]
         elif proposal.kind is ProposalKind.MERGE:

@@ -73,6 +73,32 @@ def opening_name(fact_text: str) -> str | None:
     return None if word is None or _looks_like_a_verb(word) else word
 
 
+# People of the user's life named by what they are to the user. A fact opening with one ("Brother lives in Bergen",
+# "His sister moved to Oslo", "My wife works as a nurse") is about that person: the user's own facts leave the
+# subject out. Not the words that are also a user's role ("Partner at a law firm", "Manager of a bakery").
+_RELATIVES = frozenset("""
+wife husband boyfriend girlfriend fiance fiancé fiancee fiancée daughter son mother father mom mum dad parents sister
+brother sibling siblings grandmother grandfather grandma grandpa granny aunt uncle cousin niece nephew kids children
+child friend friends roommate flatmate housemate colleague coworker neighbour neighbor
+""".split())  # noqa: SIM905 - a word list reads better as text
+_SUBJECT_DETERMINERS = frozenset("my his her their our the user's".split())  # noqa: SIM905
+# After a relation word these make the user its subject: "Mother of two", "Friends with Anna", "Mom to three boys".
+_USER_AS_RELATION = frozenset("of with to for at".split())  # noqa: SIM905
+
+
+def opening_relative(fact_text: str) -> str | None:
+    """The relation word a fact opens with when it is about that person of the user's life ("Brother" in "Brother
+    lives in Bergen", "sister" in "His sister moved to Oslo"); None for a fact about the user ("Mother of two")."""
+    words = _WORD.findall(fact_text)[:4]
+    while words and words[0].lower().replace("’", "'") in _SUBJECT_DETERMINERS:
+        words = words[1:]
+    if len(words) < 2 or without_possessive(words[0].lower().replace("’", "'")) not in _RELATIVES:
+        return None
+    if words[1].lower() in _USER_AS_RELATION:
+        return None
+    return without_possessive(words[0])
+
+
 def reads_as_verb(word: str) -> bool:
     """A word facts open with or a verb form ("owns", "going", "moved"): not what a fact is about."""
     return word.lower() in _FACT_OPENERS or _looks_like_a_verb(word)

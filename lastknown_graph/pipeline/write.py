@@ -67,6 +67,7 @@ from lastknown_graph.pipeline.grounding import (
     likely_sources,
     names_a_moment,
     only_says_outdated,
+    opening_relative,
     reads_as_verb,
     reads_like_an_answer,
     shares_no_word,
@@ -192,7 +193,7 @@ def _usable_facts(
             reason = f"longer than {MAX_FACT_CHARS} characters"
             rejected.append(Reject.of(text=text[:MAX_FACT_CHARS], reason=reason))
             continue
-        if attribute.one_valued and about_someone_named(text, user_messages):
+        if attribute.one_valued and (about_someone_named(text, user_messages) or opening_relative(text)):
             # A brother's move or a wife's promotion is not the user's home or job: kept, but under "other", where it
             # replaces nothing (2 of the 6 must-stay facts retired on the labelled set,
             # bench/results/judgment-labelled-qwen2.5-coder-1.5b.md).

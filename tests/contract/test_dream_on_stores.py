@@ -179,6 +179,49 @@ def test_an_implied_value_resolving_a_stated_one_waits_in_the_review_queue(store
                                                                    (ReviewReason.DREAM,))
 
 
+def test_undoing_a_dream_whose_retirement_the_user_rejected_leaves_no_link_to_it(store: Store) -> None:
+    """A dream adds no fact, so the rejected link it wrote is not deleted with a fact: undo deletes it by session."""
+    user = new_user("dream")
+    first = SessionBuilder(user, "s-1", date(2023, 3, 1))
+    first.fact("Works as a baker", "job_title", vec(11))
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2023, 9, 1))
+    second.fact("Works as a pastry chef", "job_title", vec(12), inferred=True)
+    store.apply(second.build())
+    before = store.export_user(user)
+    reader = MemoryReader(store, user)
+    plan = reader.dream()
+    [item] = reader.review()
+    reader.review_decide(item.retirement_id, keep_old=True)
+    assert plan.session_id is not None and store.rejected_retirements(user)
+
+    reader.undo(plan.session_id)
+
+    assert store.rejected_retirements(user) == []
+    assert _comparable(store.export_user(user)) == _comparable(before)
+    assert not [e for e in store.timeline(user) if e.session_id == plan.session_id]
+
+
+def test_a_dream_leaves_two_values_the_user_kept_on_review(store: Store) -> None:
+    user = new_user("dream")
+    first = SessionBuilder(user, "s-1", date(2023, 3, 1))
+    baker = first.fact("Works as a baker", "job_title", vec(11))
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2023, 9, 1))
+    chef = second.fact("Works as a pastry chef", "job_title", vec(12))
+    second.retire(baker, chef, reason="a stated new value", stage="replaced")
+    store.apply(second.build())
+    reader = MemoryReader(store, user)
+    reader.review_decide(baker, keep_old=True)
+
+    plan = reader.dream()
+
+    [resolve] = [d for d in plan.decisions if d.proposal.kind is ProposalKind.RESOLVE]
+    assert resolve.verdict is DreamVerdict.REJECT and "on review" in resolve.reason
+    assert {f.id for f in store.current_facts(user)} == {baker, chef}
+    assert reader.review() == []
+
+
 def test_a_dream_planned_from_another_revision_or_naming_an_ended_fact_changes_nothing(store: Store) -> None:
     user, ids = _legacy_memory(store)
     before = store.export_user(user)

@@ -18,6 +18,7 @@ from lastknown_graph.domain.models import (
     FactKind,
     FactStatus,
     Refusal,
+    RejectedPair,
     Retirement,
     SessionKind,
     SessionRecord,
@@ -71,6 +72,28 @@ def test_merges_come_before_the_resolution_of_what_is_left() -> None:
                               (ProposalKind.RESOLVE, ("l2",), "porto", None, APPLY)]
 
 
+def test_a_merged_value_counts_from_the_day_it_was_last_said() -> None:
+    """The fullest text kept by a merge is the oldest here: the resolve still ends the value said in between."""
+    facts = [fact("full", "Lives in Bergen, Norway", "home_location", "2023-01-05"),
+             fact("oslo", "Lives in Oslo", "home_location", "2023-06-01"),
+             fact("again", "Lives in Bergen", "home_location", "2024-01-10")]
+    assert decided(facts) == [(ProposalKind.MERGE, ("again",), "full", None, APPLY),
+                              (ProposalKind.RESOLVE, ("oslo",), "full", None, APPLY)]
+
+
+def test_a_dream_joins_no_two_facts_the_user_kept_apart_on_review() -> None:
+    facts = [fact("baker", "Works as a baker", "job_title", "2023-03-01"),
+             fact("chef", "Works as a pastry chef", "job_title", "2023-09-01"),
+             fact("vegan", "Is vegan", "diet", confirmed=1), fact("strict", "Is a vegan", "diet")]
+    kept = [RejectedPair(old_fact_id="baker", new_fact_id="chef", new_text="works as a  Pastry chef"),
+            RejectedPair(old_fact_id="strict", new_fact_id="vegan", new_text="Is vegan")]
+    plan = plan_dream("dreamer", facts, TABLE, kept_on_review=kept)
+    assert [(d.proposal.kind, d.verdict) for d in plan.decisions] == [(ProposalKind.MERGE, REJECT),
+                                                                      (ProposalKind.RESOLVE, REJECT)]
+    assert all("on review" in d.reason for d in plan.decisions)
+    assert [d.verdict for d in plan_dream("dreamer", facts, TABLE).decisions] == [APPLY, APPLY]
+
+
 def test_a_value_said_vaguely_is_not_the_bridge_between_two_different_ones() -> None:
     facts = [fact("norway", "Lives in Norway", "home_location", confirmed=3),
              fact("bergen", "Lives in Bergen, Norway", "home_location"),
@@ -111,6 +134,17 @@ def test_a_long_past_moment_on_medication_or_family_never_expires(topic: str, te
     assert (decision.proposal.kind, decision.proposal.fact_ids, decision.verdict) == (
         ProposalKind.EXPIRE, ("old",), REJECT)
     assert decision.reason == f"{topic} facts never expire"
+
+
+@pytest.mark.parametrize(("topic", "text"), [("allergies", "Had an allergic reaction to peanuts"),
+                                             ("medical_history", "Was seen by a nurse about a rash today"),
+                                             ("other", "Was diagnosed with asthma today")])
+def test_a_health_moment_under_a_topic_no_attribute_holds_never_expires(topic: str, text: str) -> None:
+    facts = [fact("old", text, topic, "2022-01-10", kind=FactKind.MOMENT),
+             fact("train", "Is on the train right now", "current_activity", "2022-01-10", kind=FactKind.MOMENT),
+             fact("home", "Lives in Porto", "home_location", "2024-02-01")]
+    assert [(d.proposal.fact_ids, d.verdict) for d in plan_dream("dreamer", facts, TABLE).decisions] == [
+        (("old",), REJECT), (("train",), APPLY)]
 
 
 def test_a_quiet_memory_gets_an_empty_plan() -> None:
@@ -291,6 +325,20 @@ def test_a_fact_about_someone_named_is_filed_only_among_the_people_of_the_users_
     [decision] = plan_dream("dreamer", facts, TABLE, model_proposals=[by_model("bakery", topic)],
                             label_support=lambda *_: True).decisions
     assert decision.verdict is verdict
+
+
+@pytest.mark.parametrize(("user_text", "relative_text"), [
+    ("Lives in Bergen", "Brother lives in Bergen"), ("Works as a nurse", "Wife works as a nurse"),
+    ("Lives in Bergen", "His sister lives in Oslo"), ("Works as a nurse", "Her mother works as a teacher"),
+])
+def test_a_relatives_fact_neither_merges_with_nor_ends_the_users_own(user_text: str, relative_text: str) -> None:
+    topic = "home_location" if "Lives" in user_text else "job_title"
+    facts = [fact("user", user_text, topic, "2023-01-05"), fact("relative", relative_text, topic, "2024-02-01")]
+    plan = plan_dream("dreamer", facts, TABLE, model_proposals=[
+        DreamProposal(kind=ProposalKind.MERGE, fact_ids=("user",), keep_fact_id="relative", reason="same"),
+        DreamProposal(kind=ProposalKind.RESOLVE, fact_ids=("user",), keep_fact_id="relative", reason="later")])
+    assert len(plan.decisions) >= 2  # the model's two, and the rules' merge where the values read the same
+    assert all(d.verdict is REJECT and "not the user" in d.reason for d in plan.decisions)
 
 
 def test_a_dream_write_refuses_a_fact_it_ends_and_also_keeps_in_place_of_another() -> None:

@@ -104,3 +104,29 @@ def test_one_call_asks_about_the_most_recent_facts_under_other_only() -> None:
     [call] = model.calls
     listed = re.findall(r"^\d+\. (.+)$", call.last_user_message, flags=re.MULTILINE)
     assert len(listed) == MAX_ASKED and "Tests software for an insurance company" not in listed
+
+
+def test_a_classification_stores_none_of_the_models_words_so_forgetting_leaves_none() -> None:
+    """The model's reading may quote another fact it was shown; the plan shows it, the memory keeps none of it."""
+    def quoting(call: ModelCall) -> AttributeChoices:
+        listed = re.findall(r"^(\d+)\. (.+)$", call.last_user_message, flags=re.MULTILINE)
+        return AttributeChoices(facts=[AttributeChoice(number=int(n), about="sings, unlike one who Is seeing a "
+                                                       "counsellor weekly", attribute="hobby")
+                                       for n, t in listed if t.startswith("Sings")])
+
+    store = EmbeddedStore(None)
+    store.ensure_schema(DIMENSION)
+    first = SessionBuilder("ada", "s-1", date(2024, 2, 5))
+    first.fact("Sings in a choir on Wednesdays", "other", vec(2))
+    private = first.fact("Is seeing a counsellor weekly", "other", vec(3))
+    store.apply(first.build())
+    memory = Memory(ScriptedModel(quoting), HashedEmbedder(DIMENSION), "ada", store,
+                    conflict_settings=ConflictSettings(label_within=0))
+
+    plan = memory.dream()
+
+    assert [("counsellor" in d.proposal.reason, d.verdict) for d in plan.decisions] == [(True, DreamVerdict.APPLY)]
+    [classified] = memory.export().dream_changes
+    assert classified.reason == "proposed by the model; hobby is an attribute of the table"
+    memory.forget([private])
+    assert "counsellor" not in memory.export().model_dump_json()

@@ -12,6 +12,7 @@ from lastknown_graph.pipeline.grounding import (
     is_impersonal_request,
     mostly_words_of,
     names_a_moment,
+    opening_relative,
     reads_like_an_answer,
     ungrounded_terms,
 )
@@ -185,3 +186,14 @@ def test_every_fact_of_the_extraction_example_holds_a_marker_word() -> None:
 ])
 def test_a_question_copied_as_a_fact_is_told_apart(fact: str, question: bool) -> None:
     assert is_a_question(fact) is question
+
+
+@pytest.mark.parametrize(("fact", "relative"), [
+    ("Brother lives in Bergen", "Brother"), ("His sister lives in Oslo", "sister"),
+    ("My wife works as a nurse", "wife"), ("The user's mother works as a teacher", "mother"),
+    ("Daughter's school is in Leeds", "Daughter"),
+    ("Mother of two", None), ("Friends with Anna since school", None), ("Lives in Bergen", None),
+    ("Partner at a law firm", None), ("Has a brother in Oslo", None),
+])
+def test_a_fact_opening_with_a_relation_is_about_that_person(fact: str, relative: str | None) -> None:
+    assert opening_relative(fact) == relative

@@ -299,8 +299,10 @@ def test_an_ending_the_words_do_not_tell_still_replaces_when_the_extraction_flag
     ("Moved to Toronto last month.", "Moved to Toronto", True),
     ("Toronto it is: I live there now.", "Lives in Toronto", True),
     ("My brother Lars moved to Toronto last month.", "Lars moved to Toronto", False),  # a name ending like a verb
+    ("My brother moved to Toronto last month.", "Brother moved to Toronto", False),  # a relation, no name
+    ("Her new job took my sister to Toronto.", "His sister lives in Toronto", False),
 ])
-def test_a_fact_opening_with_a_name_the_user_wrote_is_about_that_person_and_replaces_nothing(
+def test_a_fact_opening_with_a_name_the_user_wrote_or_a_relation_is_about_that_person_and_replaces_nothing(
     script: Script, memory: Memory, said: str, text: str, replaces: bool
 ) -> None:
     lives_in_lyon(script, memory)
