@@ -14,8 +14,8 @@ What a session changed is what it wrote:
 
 Undoing it deletes all of that; a fact it retired or expired becomes current again, with no end date, which is how
 every retired or expired fact was before (a write only retires or expires current facts). A later session *built on*
-it when one of the later session's own writes involves a fact it added (``dependencies``): undoing it then needs
-the later session undone too, first.
+it when one of the later session's own writes involves a fact it added (``dependencies``), or ends a fact a dream
+kept in place of others: undoing it then needs the later session undone too, first.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ _KIND_OF_DREAM_CHANGE = {DreamChange.EXPIRED: DependencyKind.EXPIRED, DreamChang
                          DreamChange.REFUSED: DependencyKind.REFUSED}
 # The links that end the old fact; a dispute leaves it as it was.
 _ENDING_RELATIONS = frozenset({"supersedes", "expires"})
+# A dream's links that keep one fact in place of others: a merge's and a resolve's.
+_DREAM_KEEPING_STAGES = frozenset({Stage.DREAM_MERGED, Stage.DREAM_RESOLVED, Stage.DREAM_REVIEW})
 
 
 @dataclass(frozen=True)
@@ -230,13 +232,33 @@ def dependencies(graph: UserGraph) -> set[UndoDependency]:
         involves(writer, link.new_fact_id, kind)
         involves(writer, link.old_fact_id, kind)
     found |= _evidence_dependencies(graph)
+    found |= _kept_by_dream_dependencies(graph)
     return found
 
 
 def _named_by_refusal(graph: UserGraph, change: GraphDreamChange) -> list[str]:
-    """The facts a refusal names as the one it would have kept, or quotes in its reason."""
+    """The facts a refusal names as the one it would have kept, or quotes in its reason (in quotes, as the validator
+    writes them: a later fact whose words are part of a quoted text is not quoted)."""
     kept = [change.keep_fact_id] if change.keep_fact_id is not None and change.keep_fact_id in graph.facts else []
-    return kept + [f.id for f in graph.facts.values() if change.reason and f.text in change.reason]
+    return kept + [f.id for f in graph.facts.values() if change.reason and f"'{f.text}'" in change.reason]
+
+
+def _kept_by_dream_dependencies(graph: UserGraph) -> set[UndoDependency]:
+    """A later session that ended the fact a dream kept in place of others built on the dream: undone alone, the
+    dream would make the facts merged or resolved into it current again beside the value that ended it."""
+    kept_by: defaultdict[str, set[str]] = defaultdict(set)
+    for link in graph.links:
+        if link.stage in _DREAM_KEEPING_STAGES:
+            kept_by[link.new_fact_id].add(graph.writer(link))
+    found = set()
+    for link in graph.links:
+        if link.relation not in _ENDING_RELATIONS or link.old_fact_id not in kept_by:
+            continue
+        fact = graph.facts[link.old_fact_id]
+        found |= {UndoDependency(session_id=graph.writer(link), on_session_id=dream,
+                                 kind=_KIND_OF_RELATION[link.relation], fact_id=fact.id, fact_text=fact.text)
+                  for dream in kept_by[link.old_fact_id] if dream != graph.writer(link)}
+    return found
 
 
 def _evidence_dependencies(graph: UserGraph) -> set[UndoDependency]:

@@ -222,6 +222,53 @@ def test_a_dream_leaves_two_values_the_user_kept_on_review(store: Store) -> None
     assert reader.review() == []
 
 
+def test_a_conversation_that_ended_the_fact_a_dream_kept_built_on_the_dream(store: Store) -> None:
+    """Undone alone, the dream would make the merged copy current again beside the home that ended the one kept."""
+    user = new_user("dream")
+    first = SessionBuilder(user, "s-1", date(2023, 3, 1))
+    first.fact("Lives in Bergen", "home_location", vec(11))
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2023, 9, 1))
+    kept = second.fact("Lives in Bergen, Norway", "home_location", vec(12))
+    store.apply(second.build())
+    reader = MemoryReader(store, user)
+    plan = reader.dream()
+    assert plan.session_id is not None
+    third = SessionBuilder(user, "s-3", date(2024, 1, 1))
+    oslo = third.fact("Moved to Oslo", "home_location", vec(13))
+    third.retire(kept, oslo, reason="a stated new value", stage="replaced")
+    store.apply(third.build().model_copy(update={"based_on_revision": store.user_revision(user)}))
+
+    with pytest.raises(UndoConflictError) as refused:
+        reader.undo(plan.session_id)
+    assert refused.value.dependants == ("s-3",)
+    reader.undo(plan.session_id, cascade=True)
+    assert {f.text for f in store.current_facts(user)} == {"Lives in Bergen", "Lives in Bergen, Norway"}
+
+
+def test_a_later_fact_whose_words_are_part_of_a_refusals_quote_is_not_what_the_dream_built_on(store: Store) -> None:
+    user = new_user("dream")
+    first = SessionBuilder(user, "s-1", date(2024, 1, 1))
+    oboe = first.fact("Plays the oboe in the Lyon orchestra", "hobby", vec(1))
+    train = first.fact("Is on the train right now", "current_activity", vec(2), kind=FactKind.MOMENT)
+    store.apply(first.build())
+    store.apply_dream(DreamWrite(
+        user_id=user, session=SessionRecord(id="dream-1", date=date(2024, 2, 1), kind=SessionKind.DREAM),
+        recorded_at=datetime.now(UTC), expiries=(DreamExpiry(fact_id=train, reason="a moment of a past day"),),
+        refusals=(Refusal(fact_id=oboe, proposal="merge",
+                          reason="the text kept would lose what 'Plays the oboe in the Lyon orchestra' says"),),
+        based_on_revision=store.user_revision(user)))
+    later = SessionBuilder(user, "s-3", date(2024, 3, 1))
+    later.fact("Plays the oboe", "hobby", vec(4))
+    store.apply(later.build())
+
+    report = MemoryReader(store, user).undo("s-3")
+
+    assert [s.session_id for s in report.sessions] == ["s-3"]
+    assert {(e.kind, e.session_id) for e in store.timeline(user) if e.session_id == "dream-1"} == {
+        (TimelineEventKind.EXPIRED, "dream-1"), (TimelineEventKind.REFUSED, "dream-1")}
+
+
 def test_a_dream_planned_from_another_revision_or_naming_an_ended_fact_changes_nothing(store: Store) -> None:
     user, ids = _legacy_memory(store)
     before = store.export_user(user)
