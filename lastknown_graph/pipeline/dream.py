@@ -58,6 +58,7 @@ from lastknown_graph.domain.models import (
 )
 from lastknown_graph.domain.stages import Stage
 from lastknown_graph.pipeline.grounding import about_someone_named, opening_name, opening_relative
+from lastknown_graph.pipeline.text_checks import kept_on_review as reviewed_pairs
 from lastknown_graph.pipeline.text_checks import normalised
 from lastknown_graph.pipeline.value_rules import (
     NUMBER_WORDS,
@@ -116,7 +117,7 @@ def plan_dream(user_id: str, facts: Sequence[Fact], table: AttributeTable, *,
     (classifications of facts under ``other``), each decided. ``kept_on_review``: the retirements the user rejected
     (``Store.rejected_retirements``), whose two facts no merge or resolve joins."""
     current = [f for f in facts if f.status is FactStatus.CURRENT]
-    reviewed = frozenset((pair.old_fact_id, normalised(pair.new_text)) for pair in kept_on_review)
+    reviewed = reviewed_pairs(kept_on_review)
     evidence = Evidence(label_support=label_support, kept_on_review=reviewed)
     decisions = [validate(p, current, table, evidence) for p in [*_classifications(current, table), *model_proposals]]
     topics = {f.id: f.topic for f in current}

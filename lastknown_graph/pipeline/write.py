@@ -86,7 +86,7 @@ from lastknown_graph.pipeline.judgment import (
     which_no_longer_true,
 )
 from lastknown_graph.pipeline.label_check import AttributeLabels
-from lastknown_graph.pipeline.text_checks import normalised
+from lastknown_graph.pipeline.text_checks import kept_on_review, normalised
 from lastknown_graph.pipeline.user_words import SentenceVectors, embed_sentences
 from lastknown_graph.pipeline.value_rules import content_words, resumes, says_over, what_ended
 from lastknown_graph.prompts.extraction import (
@@ -571,8 +571,7 @@ def plan_write(
     if usable:
         with tracing.span(tracing.CANDIDATES) as candidates_span:
             current = store.current_facts(user_id)
-            rejected = frozenset((pair.old_fact_id, normalised(pair.new_text))
-                                 for pair in store.rejected_retirements(user_id))
+            rejected = kept_on_review(store.rejected_retirements(user_id))
             candidates_span.set_attribute("lastknown.candidates.current_facts", len(current))
     allowance = max(settings.max_retirements_per_session, math.floor(settings.max_retired_share * len(current)))
     planner = _Planner(
