@@ -162,12 +162,7 @@ def test_an_answer_reads_the_moment_a_dream_expired_by_age_and_no_fact_the_dream
 
 def test_an_implied_value_resolving_a_stated_one_waits_in_the_review_queue(store: Store) -> None:
     user = new_user("dream")
-    first = SessionBuilder(user, "s-1", date(2023, 3, 1))
-    stated = first.fact("Works as a baker", "job_title", vec(11))
-    store.apply(first.build())
-    second = SessionBuilder(user, "s-2", date(2023, 9, 1))
-    implied = second.fact("Works as a pastry chef", "job_title", vec(12), inferred=True)
-    store.apply(second.build())
+    stated, implied = _a_job_then_another(store, user, inferred=True)
     reader = MemoryReader(store, user)
 
     plan = reader.dream()
@@ -182,12 +177,7 @@ def test_an_implied_value_resolving_a_stated_one_waits_in_the_review_queue(store
 def test_undoing_a_dream_whose_retirement_the_user_rejected_leaves_no_link_to_it(store: Store) -> None:
     """A dream adds no fact, so the rejected link it wrote is not deleted with a fact: undo deletes it by session."""
     user = new_user("dream")
-    first = SessionBuilder(user, "s-1", date(2023, 3, 1))
-    first.fact("Works as a baker", "job_title", vec(11))
-    store.apply(first.build())
-    second = SessionBuilder(user, "s-2", date(2023, 9, 1))
-    second.fact("Works as a pastry chef", "job_title", vec(12), inferred=True)
-    store.apply(second.build())
+    _a_job_then_another(store, user, inferred=True)
     before = store.export_user(user)
     reader = MemoryReader(store, user)
     plan = reader.dream()
@@ -204,13 +194,7 @@ def test_undoing_a_dream_whose_retirement_the_user_rejected_leaves_no_link_to_it
 
 def test_a_dream_leaves_two_values_the_user_kept_on_review(store: Store) -> None:
     user = new_user("dream")
-    first = SessionBuilder(user, "s-1", date(2023, 3, 1))
-    baker = first.fact("Works as a baker", "job_title", vec(11))
-    store.apply(first.build())
-    second = SessionBuilder(user, "s-2", date(2023, 9, 1))
-    chef = second.fact("Works as a pastry chef", "job_title", vec(12))
-    second.retire(baker, chef, reason="a stated new value", stage="replaced")
-    store.apply(second.build())
+    baker, chef = _a_job_then_another(store, user, inferred=False, retiring=True)
     reader = MemoryReader(store, user)
     reader.review_decide(baker, keep_old=True)
 
@@ -353,3 +337,17 @@ def test_a_dream_may_record_refusals_only_on_current_facts_of_its_user(store: St
                                         reason="keeps another user's")))
     assert _comparable(store.export_user(user)) == _comparable(before)
     assert not [e for e in store.timeline(other) if e.kind is TimelineEventKind.REFUSED]
+
+
+def _a_job_then_another(store: Store, user: str, *, inferred: bool, retiring: bool = False) -> tuple[str, str]:
+    """A job stated in March and another in September, implied or stated, retiring the first or left beside it: the
+    ids of the two facts."""
+    first = SessionBuilder(user, "s-1", date(2023, 3, 1))
+    baker = first.fact("Works as a baker", "job_title", vec(11))
+    store.apply(first.build())
+    second = SessionBuilder(user, "s-2", date(2023, 9, 1))
+    chef = second.fact("Works as a pastry chef", "job_title", vec(12), inferred=inferred)
+    if retiring:
+        second.retire(baker, chef, reason="a stated new value", stage="replaced")
+    store.apply(second.build())
+    return baker, chef
