@@ -23,7 +23,8 @@ implied value ending a stated one waits in the review queue; health, family and 
 moments expire; a classification names an attribute of the table. The model proposes, the code decides: the one
 model call (``dream_proposals.py``: which attribute a fact under ``other`` gives a value of) goes through the same
 validator, which accepts a one-valued attribute only where the fact's words support it (the write's label check) and
-sends every resolution that rests on a model's classification to the review queue.
+it ends no value said before it but one whose sentence the user stated again with another name, and sends every
+resolution that rests on a model's classification to the review queue.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from lastknown_graph.pipeline.value_rules import (
     names,
     specific_terms,
     value_relation,
+    with_another_name,
 )
 
 # Attributes a dream never expires, whatever kind their facts were stored as: one allergy said once among dozens of
@@ -300,17 +302,25 @@ def _classify(proposal: DreamProposal, changed: list[Fact], facts: Sequence[Fact
         return _decided(proposal, DreamVerdict.REJECT, f"{proposal.topic} holds {holds}, and the fact is a {fact.kind}")
     if proposal.proposed_by is ProposedBy.MODEL and attribute.one_valued:
         held = [f for f in facts if f.id != fact.id and table.resolve(f.topic).name == attribute.name]
-        # The write filed it under other, not here: a model's label may not end what the user said before it.
-        earlier = [f for f in held if f.valid_from <= fact.valid_from]
-        if earlier:
+        # The write filed it under other, not here: a model's label may not end what the user said before it, but
+        # where the user stated the held value's own sentence with another name ("Lives in Bilbao" after "Lives in
+        # Zaragoza"), and then only through the review queue (``_resolve``). A move the write missed stays current
+        # otherwise; a pastime read as a job never reads so.
+        ended = [f for f in held if f.valid_from <= fact.valid_from and not _renamed_by(fact, f)]
+        if ended:
             return _decided(proposal, DreamVerdict.REJECT, f"filed under {proposal.topic}, it would end "
-                            f"'{earlier[0].text}', said before it: only the user's own words may")
+                            f"'{ended[0].text}', said before it: only the user's own words may")
         if evidence.label_support is None or not evidence.label_support(fact, attribute, [f.text for f in held]):
             return _decided(proposal, DreamVerdict.REJECT, f"the fact's words do not support {proposal.topic}: "
                             "its description is not among the closest to them, and they resemble no value it holds")
         return _decided(proposal, DreamVerdict.APPLY, f"{proposal.topic} is one-valued, and the fact's words "
                         "support it")
     return _decided(proposal, DreamVerdict.APPLY, f"{proposal.topic} is an attribute of the table")
+
+
+def _renamed_by(fact: Fact, held: Fact) -> bool:
+    """The user stated ``fact`` on a later day as ``held``'s sentence with another name in its place."""
+    return not fact.inferred and fact.valid_from > held.valid_from and with_another_name(held.text, fact.text)
 
 
 def _expire(proposal: DreamProposal, changed: list[Fact], table: AttributeTable) -> DreamDecision:

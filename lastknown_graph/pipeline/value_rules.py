@@ -90,6 +90,32 @@ def value_relation(current: str, new: str) -> ValueRelation:
     return ValueRelation.DIFFERENT
 
 
+# Stands for a name in a sentence's shape: no word of ``_WORD`` holds "<".
+_GAP = "<name>"
+
+
+def with_another_name(held: str, new: str) -> bool:
+    """``new`` is ``held``'s sentence with another name in its place ("Lives in Bilbao" after "Lives in Zaragoza",
+    "Works at Fennel & Co" after "Works at Brightwave"): the same words around the names, and names neither holds all
+    of the other's ("Lives in Zaragoza, Spain" after "Lives in Zaragoza" says more of the same place)."""
+    held_names, new_names = names(held), names(new)
+    if not held_names or not new_names or held_names <= new_names or new_names <= held_names:
+        return False
+    return _around_names(held) == _around_names(new)
+
+
+def _around_names(text: str) -> tuple[str, ...]:
+    """The words of ``text`` casefolded, each run of capitalised words past the first one a single gap."""
+    shape: list[str] = []
+    for index, word in enumerate(_WORD.findall(unicodedata.normalize("NFKC", text))):
+        if index > 0 and word[0].isupper():
+            if not shape or shape[-1] != _GAP:
+                shape.append(_GAP)
+        else:
+            shape.append(word.casefold())
+    return tuple(shape)
+
+
 # What says, beyond doubt, that something the user had or did is over: a fact saying it is an ending even when the
 # extraction did not flag it ("Sold the camper van" flagged as a plain possession). Narrower than ``_ENDING``: "left"
 # or "gave" alone say nothing is over ("Gave a talk"), nor does selling what one makes ("Sold 40 cakes at the fair")

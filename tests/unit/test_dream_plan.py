@@ -307,6 +307,32 @@ def test_a_models_one_valued_label_never_ends_what_the_user_said_before_it() -> 
     assert decision.verdict is REJECT and "it would end 'Eats no meat'" in decision.reason
 
 
+@pytest.mark.parametrize(("text", "day", "inferred", "verdicts"), [
+    ("Lives in Rodez", "2024-06-21", False, [APPLY, REVIEW]),  # the held sentence, another name: the user decides
+    ("Lives in Rodez, France", "2024-06-21", False, [APPLY, REVIEW]),
+    ("Lives in Rodez", "2024-06-21", True, [REJECT]),  # implied: the model's label and a guess together
+    ("Lives in Rodez", "2023-09-01", False, [REJECT]),  # the same day: nothing tells which is current
+    ("Is in Rodez", "2024-06-21", False, [REJECT]),  # other words: a stay, a trip or a home
+    ("Lives in the Aveyron valley", "2024-06-21", False, [REJECT]),
+    ("Lives in Tarbes, France", "2024-06-21", False, [REJECT]),  # more of the same place, no change
+])
+def test_a_models_one_valued_label_ends_an_earlier_value_only_when_the_user_said_its_sentence_with_another_name(
+        text: str, day: str, inferred: bool, verdicts: list[DreamVerdict]) -> None:
+    """A move the write left under other: "Lives in Rodez" after "Lives in Tarbes" says the held value's words with
+    another name, so the model's label may file it, and the older home waits in the review queue."""
+    facts = [fact("tarbes", "Lives in Tarbes", "home_location", "2023-09-01"),
+             fact("new", text, "other", day, inferred=inferred)]
+    plan = plan_dream("dreamer", facts, TABLE, model_proposals=[by_model("new", "home_location")],
+                      label_support=lambda *_: True)
+    assert [d.verdict for d in plan.decisions] == verdicts
+    if verdicts[0] is REJECT:
+        assert "it would end 'Lives in Tarbes'" in plan.decisions[0].reason
+    else:
+        resolve = plan.decisions[1]
+        assert (resolve.proposal.kind, resolve.proposal.fact_ids, resolve.proposal.keep_fact_id) == (
+            ProposalKind.RESOLVE, ("tarbes",), "new")
+
+
 def test_a_name_the_users_facts_write_inside_a_sentence_makes_a_fact_someone_elses() -> None:
     """"Tomas" ends like a verb ("Hikes"), but "Has a brother named Tomas" writes it as a name."""
     facts = [fact("brother", "Has a brother named Tomas", "family_member", "2024-02-01"),

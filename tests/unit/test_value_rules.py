@@ -10,6 +10,7 @@ from lastknown_graph.pipeline.value_rules import (
     content_words,
     specific_terms,
     value_relation,
+    with_another_name,
 )
 
 SAME, VAGUER, DIFFERENT = ValueRelation.SAME, ValueRelation.VAGUER, ValueRelation.DIFFERENT
@@ -106,3 +107,18 @@ def test_specific_terms_are_names_inside_the_text_and_numbers() -> None:
 def test_counts_written_as_words_are_values(current: str, new: str) -> None:
     assert value_relation(current, new) is DIFFERENT
     assert specific_terms(current) != specific_terms(new)
+
+
+@pytest.mark.parametrize(("held", "new", "renamed"), [
+    ("Lives in Tarbes", "Lives in Rodez", True),
+    ("Lives in New York", "Lives in Rodez, France", True),  # a run of capitalised words is one name
+    ("Works at Brightwave", "Works at Fennel & Co", True),
+    ("Lives in Tarbes", "Lives in Tarbes, France", False),  # more of the same place
+    ("Lives in Tarbes, France", "Lives in France", False),
+    ("Lives in Tarbes", "Is in Rodez", False),  # other words around the name
+    ("Lives in Tarbes", "Lives in the Aveyron valley", False),
+    ("Works as a midwife", "Restores old sewing machines at weekends", False),  # no name
+    ("Lives in Tarbes", "Lives in Tarbes", False),
+])
+def test_a_sentence_with_another_name_in_its_place(held: str, new: str, renamed: bool) -> None:
+    assert with_another_name(held, new) is renamed
