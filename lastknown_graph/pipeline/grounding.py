@@ -8,8 +8,11 @@ name loses that fact here instead of making the mistake permanent.
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Sequence
 
 from lastknown_graph.domain.calendar_words import same_calendar_word
+from lastknown_graph.pipeline.value_rules import names
 
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -302,6 +305,28 @@ def likely_sources(fact_text: str, user_messages: list[str]) -> list[int]:
     if best == 0:
         return list(range(len(user_messages)))
     return [index for index, overlap in enumerate(overlaps) if overlap == best]
+
+
+def turns_naming_it(fact_text: str, user_messages: Sequence[str], cited: Sequence[int]) -> list[int]:
+    """The turns a fact came from: ``cited``, unless none of them writes a name the fact names while other turns do
+    (the extraction cited the wrong turn: "Lives in Zaragoza" from the turn asking for a meal plan); then those.
+
+    Provenance decides what forgetting redacts and beside which sentence ``ask()`` says a fact is no longer true: a
+    wrong turn left the words that said it unredacted, and put the note beside sentences about something else (13 of
+    69 named facts of the everyday-questions memories; bench/results/qa-qwen2.5-coder-1.5b-f5b0407.md).
+    """
+    named = [re.compile(rf"(?<!\w){re.escape(without_possessive(name))}(?!\w)", re.IGNORECASE)
+             for name in names(fact_text)]
+    if not named:
+        return list(cited)
+
+    def writes_one(index: int) -> bool:
+        text = unicodedata.normalize("NFKC", user_messages[index])
+        return any(pattern.search(text) for pattern in named)
+
+    if any(writes_one(index) for index in cited):
+        return list(cited)
+    return [index for index in range(len(user_messages)) if writes_one(index)] or list(cited)
 
 
 # Words that tie a statement to one moment: a fact that names one is about that moment, not a lasting state.

@@ -71,6 +71,7 @@ from lastknown_graph.pipeline.grounding import (
     reads_as_verb,
     reads_like_an_answer,
     shares_no_word,
+    turns_naming_it,
     ungrounded_terms,
 )
 from lastknown_graph.pipeline.judgment import (
@@ -233,7 +234,7 @@ def _usable_facts(
             continue
         seen.add(key)
         usable.append((fact.model_copy(update={"text": text, "topic": attribute.name}), attribute,
-                       evidence or likely_sources(text, user_messages)))
+                       turns_naming_it(text, user_messages, evidence or likely_sources(text, user_messages))))
     return usable
 
 

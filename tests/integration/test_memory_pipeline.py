@@ -758,6 +758,27 @@ def test_forgetting_a_fact_whose_extraction_cited_no_message_redacts_only_its_ow
     assert kept == set(FEB[:2])
 
 
+def test_a_fact_whose_extraction_cited_a_turn_not_naming_it_is_sourced_to_the_turn_that_does(
+    embedder: LocalEmbedder, store: Store
+) -> None:
+    """Forgetting redacts a fact's sources: the turn cited by mistake keeps its words, the one naming it loses them."""
+    turns = ["Could you suggest a quick lunch? I'm trying to eat less bread.",
+             "My office is by the harbour here in Tarbes, so I eat out a lot."]
+    miscited = [Rule(purpose="extraction", contains="quick lunch", reply=Reply.json({"facts": [
+        fact("Lives in Tarbes", "home_location", inferred=True, evidence=[0]),
+        fact("Is trying to eat less bread", "diet", evidence=[0]),
+    ]})), *scenario_rules()]
+    with ScriptedLLMServer(miscited, **SERVERS["llamacpp_like"]) as server:
+        memory = memory_for(server, embedder, store)
+        memory.write(turns, date="2024-02-10", session="s-lunch")
+    by_text = {f.text: f for f in memory.current()}
+    assert set(by_text) == {"Lives in Tarbes", "Is trying to eat less bread"}
+
+    memory.forget([by_text["Lives in Tarbes"].id])
+
+    assert {m.text for m in memory.export().messages if not m.redacted} == {turns[0]}
+
+
 def test_a_conversation_written_after_a_later_one_is_stored_as_already_overtaken(
     server: ScriptedLLMServer, embedder: LocalEmbedder, store: Store
 ) -> None:

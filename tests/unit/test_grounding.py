@@ -14,6 +14,7 @@ from lastknown_graph.pipeline.grounding import (
     names_a_moment,
     opening_relative,
     reads_like_an_answer,
+    turns_naming_it,
     ungrounded_terms,
 )
 
@@ -197,3 +198,19 @@ def test_a_question_copied_as_a_fact_is_told_apart(fact: str, question: bool) ->
 ])
 def test_a_fact_opening_with_a_relation_is_about_that_person(fact: str, relative: str | None) -> None:
     assert opening_relative(fact) == relative
+
+
+TURNS = ["Could you suggest a quick lunch? I'm trying to eat less bread.",
+         "My office is by the harbour here in Tarbes, so I eat out a lot.",
+         "Tarbes has a good market on Thursdays."]
+
+
+@pytest.mark.parametrize(("text", "cited", "sources"), [
+    ("Lives in Tarbes", [0], [1, 2]),  # cited a turn that never names it: the turns that do
+    ("Lives in Tarbes", [1], [1]),  # a cited turn names it: as cited
+    ("Is trying to eat less bread", [0], [0]),  # names nothing: as cited
+    ("Lives in Lourdes", [0], [0]),  # no turn names it: as cited (an inferred fact may name what no turn does)
+    ("Shops at the Tarbes market's stalls", [0], [1, 2]),
+])
+def test_a_fact_is_sourced_to_the_turns_that_write_its_names(text: str, cited: list[int], sources: list[int]) -> None:
+    assert turns_naming_it(text, TURNS, cited) == sources
