@@ -23,8 +23,8 @@ implied value ending a stated one waits in the review queue; health, family and 
 moments expire; a classification names an attribute of the table. The model proposes, the code decides: the one
 model call (``dream_proposals.py``: which attribute a fact under ``other`` gives a value of) goes through the same
 validator, which accepts a one-valued attribute only where the fact's words support it (the write's label check) and
-it ends no value said before it but one whose sentence the user stated again with another name, and sends every
-resolution that rests on a model's classification to the review queue.
+where it would end no value said before it (but one whose sentence the user stated again with another name), and
+sends every resolution that rests on a model's classification to the review queue.
 """
 
 from __future__ import annotations
